@@ -1,0 +1,97 @@
+"""The analysis core that every face (CLI, flake8, pre-commit) calls: source text in, diagnostics out."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import libcst as cst
+
+from h2dlint.collector import summarize
+from h2dlint.hotness import function_heat, site_reason
+from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
+from h2dlint.settings import Settings, selected_codes
+from h2dlint.sources import SourceError, read_source
+from h2dlint.summary import Site, Span
+
+NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    diagnostics: Sequence[Diagnostic]
+    error: Optional[str] = None  # one line, when the file could not be checked
+
+
+def enabled_rules(settings: Settings) -> List[Rule]:
+    return [RULES_BY_CODE[code]() for code in selected_codes(ALL_CODES, settings.select, settings.ignore)]
+
+
+def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
+    """Diagnostics for one module's source text. Raises SourceError when it cannot be parsed."""
+    rules = enabled_rules(settings) if rules is None else rules
+    candidates = [r for r in rules if any(t in text for t in r.triggers)]
+    if "torch" not in text or not candidates:
+        return []  # every rule needs a torch import and one of its trigger words
+    lines = text.splitlines()
+    summary = summarize(_parse(text), lines, candidates)
+    heat = function_heat(summary, settings)
+    found = []
+    for site in summary.sites:
+        reason = site_reason(site, heat)
+        if reason is not None and not _suppressed(site, lines):
+            found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
+    return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+
+
+def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> FileResult:
+    """Check one file; any failure becomes a one-line error on the result, never an exception."""
+    try:
+        return FileResult(path, check_source(read_source(path).text, settings, rules))
+    except SourceError as error:
+        return FileResult(path, (), str(error))
+    except RecursionError:
+        return FileResult(path, (), "too deeply nested to analyse")
+    except Exception as error:  # a bug in h2dlint must not stop the other files
+        return FileResult(path, (), f"internal error ({type(error).__name__}: {error}); please report it")
+
+
+def _parse(text: str) -> cst.Module:
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        raise SourceError(_syntax_error(text, error)) from None
+
+
+def _syntax_error(text: str, error: cst.ParserSyntaxError) -> str:
+    """Python's own description of the error where it has one: libcst's positions can be a line late."""
+    try:
+        ast.parse(text)
+    except SyntaxError as python_error:
+        return f"syntax error at {python_error.lineno}:{python_error.offset}: {python_error.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
+    return f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}"
+
+
+def _suppressed(site: Site, lines: Sequence[str]) -> bool:
+    """`# noqa` or `# noqa: HTD101` on any line of the site suppresses it (codes match by prefix, as flake8)."""
+    for line in lines[site.span.row - 1 : site.span.end_row]:
+        found = NOQA.search(line)
+        if found is None:
+            continue
+        codes = found.group("codes")
+        if codes is None or any(site.code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c):
+            return True
+    return False

@@ -1,0 +1,15 @@
+"""The rule registry. A new rule is one module here and one entry in `ALL_RULES`."""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple, Type
+
+from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
+from h2dlint.rules.tensor_with_device import TensorWithDevice
+
+ALL_RULES: Tuple[Type[Rule], ...] = (TensorWithDevice, PageableNonBlocking)
+RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+ALL_CODES: Tuple[str, ...] = tuple(RULES_BY_CODE)
+
+__all__ = ["ALL_CODES", "ALL_RULES", "Invalid", "Match", "RULES_BY_CODE", "Rule", "Valid"]

@@ -1,0 +1,78 @@
+"""The shape of a rule: one plain idea, its documentation, and its own examples (which are its tests).
+
+A rule only recognises a construct at a call site. Whether the site is hot, and so whether it is reported,
+is decided once for all rules by `h2dlint.hotness`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import ClassVar, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from h2dlint.scopes import NameResolver
+
+
+@dataclass(frozen=True)
+class Match:
+    """What a rule found at one call: the node to report, what happens, and what to use instead."""
+
+    node: cst.CSTNode
+    problem: str
+    remedy: str
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must not report."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must report once, at `line` (and `column`, 1-based, when given).
+
+    `reason` is a substring the message must contain, typically why the site is hot.
+    """
+
+    code: str
+    line: int
+    column: Optional[int] = None
+    reason: str = ""
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    # Documentation, in the sections of ruff's rule pages.
+    what_it_does: ClassVar[str]
+    why_bad: ClassVar[str]
+    example: ClassVar[str]
+    use_instead: ClassVar[str]
+    # Substrings a file must contain for this rule to possibly match (a cheap prefilter).
+    triggers: ClassVar[Tuple[str, ...]]
+    VALID: ClassVar[Sequence[Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    def match(self, call: cst.Call, names: NameResolver) -> Optional[Match]:
+        raise NotImplementedError
+
+    @classmethod
+    def documentation(cls) -> str:
+        sections = [
+            f"# {cls.name} ({cls.code})",
+            cls.summary,
+            "## What it does\n" + _dedent(cls.what_it_does),
+            "## Why is this bad?\n" + _dedent(cls.why_bad),
+            "## Example\n```python\n" + _dedent(cls.example) + "\n```",
+            "## Use instead\n```python\n" + _dedent(cls.use_instead) + "\n```",
+        ]
+        return "\n\n".join(sections) + "\n"
+
+
+def _dedent(text: str) -> str:
+    return textwrap.dedent(text).strip("\n")

@@ -1,0 +1,104 @@
+"""HTD104: `non_blocking=True` on a copy from a tensor just built in pageable host memory."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from h2dlint.constructs import device_copy, host_built_tensor
+from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.scopes import NameResolver
+
+
+class PageableNonBlocking(Rule):
+    code = "HTD104"
+    name = "pageable-non-blocking-copy"
+    summary = "`.to(device, non_blocking=True)` on a fresh pageable tensor: `non_blocking` has no effect."
+    triggers = ("tensor", "from_numpy", "asarray")
+
+    what_it_does = """
+        Checks for `.to(<device>, non_blocking=True)` or `.cuda(non_blocking=True)` applied to a tensor just
+        built in pageable host memory, such as `torch.tensor(x, dtype=...)` or `torch.from_numpy(a)` without
+        `pin_memory=True`, in code that runs per step or per request.
+        """
+    why_bad = """
+        `non_blocking` only makes a host-to-device copy asynchronous when the source is pinned. From pageable
+        memory the driver stages the data and may synchronise with the stream, so the copy looks async but is
+        not. Unlike `torch.tensor(..., device=...)`, `torch.cuda.set_sync_debug_mode` does not catch this, so
+        it survives review: sglang's `prepare_for_decode` carried it until PR #28500.
+
+        Building the tensor with `pin_memory=True` makes the copy truly asynchronous. The caching host
+        allocator keeps the pinned block alive until the copy has finished, so dropping it at once is safe.
+        """
+    example = """
+        class ScheduleBatch:
+            def prepare_for_decode(self):
+                last_tokens = [req.output_ids[-1] for req in self.reqs]
+                penalties.cumulate(
+                    torch.tensor(last_tokens, dtype=torch.int64).to(self.device, non_blocking=True)
+                )
+        """
+    use_instead = """
+        class ScheduleBatch:
+            def prepare_for_decode(self):
+                last_tokens = [req.output_ids[-1] for req in self.reqs]
+                penalties.cumulate(
+                    torch.tensor(last_tokens, dtype=torch.int64, pin_memory=True).to(
+                        self.device, non_blocking=True
+                    )
+                )
+        """
+
+    VALID = (
+        Valid(
+            "import torch\n\ndef step(x, dev):\n"
+            "    return torch.tensor(x, pin_memory=True).to(dev, non_blocking=True)\n"
+        ),
+        Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to(torch.float16, non_blocking=True)\n"),
+        Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to('cpu', non_blocking=True)\n"),
+        Valid("import torch\n\ndef step(x, dev):\n    return torch.tensor(x, device=dev).to(dev, non_blocking=True)\n"),
+        Valid("import torch\n\ndef step(x, dev):\n    return x.to(dev, non_blocking=True)\n"),
+        Valid("import torch\n\ndef setup(x, dev):\n    return torch.tensor(x).to(dev, non_blocking=True)\n"),
+        Valid(
+            "import torch\n\nclass B:\n    def __init__(self, x, dev):\n        for i in x:\n"
+            "            self.t = torch.tensor(i).cuda(non_blocking=True)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\nclass ScheduleBatch:\n    def prepare_for_decode(self):\n"
+            "        ids = torch.tensor(self.last, dtype=torch.int64).to(self.device, non_blocking=True)\n",
+            line=5,
+            column=15,
+            reason="`ScheduleBatch.prepare_for_decode` runs per step",
+        ),
+        Invalid(
+            "import torch\n\ndef step(x):\n    return torch.tensor(x).cuda(non_blocking=True)\n",
+            line=4,
+            column=12,
+        ),
+        Invalid(
+            "import torch\n\ndef feed(arrays, dev):\n    for a in arrays:\n"
+            "        yield torch.from_numpy(a).to(device=dev, dtype=torch.int32, non_blocking=True)\n",
+            line=5,
+            reason="in a loop at line 4",
+        ),
+        Invalid(
+            "from torch import as_tensor\n\ndef sample(x, dev):\n"
+            "    return as_tensor(x).long().to(dev, non_blocking=True)\n",
+            line=4,
+            reason="`sample` runs per step",
+        ),
+    )
+
+    def match(self, call: cst.Call, names: NameResolver) -> Optional[Match]:
+        copy = device_copy(call, names)
+        if copy is None or not copy.non_blocking or host_built_tensor(copy.receiver, names) is None:
+            return None
+        return Match(
+            node=call,
+            problem=f"`.{copy.method}(..., non_blocking=True)` copies a tensor just built in pageable memory,"
+            " so the copy is not asynchronous and may sync the stream",
+            remedy="Build the tensor with `pin_memory=True` so that `non_blocking=True` takes effect",
+        )

@@ -1,0 +1,83 @@
+"""What a run is configured to do: which rules, and which functions are hot or cold.
+
+The CLI builds a `Settings` from its flags; every face of h2dlint reads the same object.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence, Tuple
+
+# Per-step entry points. Their bodies run once per decode/forward step.
+DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
+    "forward",
+    "__call__",
+    "step",
+    "prepare_for_decode",
+    "prepare_for_extend",
+    "sample",
+)
+
+# One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup.
+# Patterns are fnmatch globs, matched against the name with and without leading underscores.
+DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
+    "__init__",
+    "__post_init__",
+    "__init_subclass__",
+    "__new__",
+    "*load_weights*",
+    "load_state_dict",
+    "*_after_loading",
+    "create_*buffer*",
+    "init_*buffer*",
+    "alloc*buffer*",
+    "init_cuda_graph*",
+    "*capture*",
+    "*warmup*",
+    "*warm_up*",
+)
+
+
+class UsageError(Exception):
+    """A mistake in how h2dlint was invoked or configured (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: Tuple[str, ...] = ()
+    ignore: Tuple[str, ...] = ()
+    extend_hot_functions: Tuple[str, ...] = ()
+    extend_cold_functions: Tuple[str, ...] = ()
+    hot_functions: Tuple[str, ...] = field(init=False)
+    cold_functions: Tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hot_functions", DEFAULT_HOT_FUNCTIONS + tuple(self.extend_hot_functions))
+        object.__setattr__(self, "cold_functions", DEFAULT_COLD_FUNCTIONS + tuple(self.extend_cold_functions))
+
+    def is_hot_name(self, name: str) -> bool:
+        return _matches_any(name, self.hot_functions)
+
+    def is_cold_name(self, name: str) -> bool:
+        return _matches_any(name, self.cold_functions)
+
+
+def _matches_any(name: str, patterns: Iterable[str]) -> bool:
+    bare = name.lstrip("_") or name
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(bare, p) for p in patterns)
+
+
+def selected_codes(all_codes: Sequence[str], select: Sequence[str], ignore: Sequence[str]) -> Tuple[str, ...]:
+    """Resolve ruff-style selectors (codes, prefixes such as `HTD1`, or `ALL`) to rule codes."""
+    for selector in (*select, *ignore):
+        if not _selector_codes(all_codes, selector):
+            raise UsageError(f"unknown rule selector {selector!r} (known codes: {', '.join(all_codes)})")
+    chosen = [c for c in all_codes if not select or any(c in _selector_codes(all_codes, s) for s in select)]
+    return tuple(c for c in chosen if not any(c in _selector_codes(all_codes, s) for s in ignore))
+
+
+def _selector_codes(all_codes: Sequence[str], selector: str) -> Tuple[str, ...]:
+    if selector.upper() == "ALL":
+        return tuple(all_codes)
+    return tuple(c for c in all_codes if c.startswith(selector.upper()))

@@ -1,0 +1,51 @@
+"""Reading Python files from disk: bytes to text, honouring the BOM and the coding cookie."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from dataclasses import dataclass
+
+
+class SourceError(Exception):
+    """A file that cannot be read, decoded or parsed. The message is one line, without the path."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str
+    text: str  # decoded, without the BOM
+    encoding: str  # as `tokenize.detect_encoding` names it, e.g. "utf-8" or "utf-8-sig"
+
+
+def read_source(path: str) -> SourceFile:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except IsADirectoryError:
+        raise SourceError("is a directory, not a Python file") from None
+    except OSError as error:
+        raise SourceError(f"cannot read: {error.strerror or error}") from None
+    return SourceFile(path, decode_source(raw), _encoding(raw))
+
+
+def decode_source(raw: bytes) -> str:
+    encoding = _encoding(raw)
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        bad = raw[error.start : error.start + 1].hex()
+        raise SourceError(f"not valid {encoding} text: byte 0x{bad} at offset {error.start}") from None
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r} in the coding cookie") from None
+    if "\0" in text:
+        raise SourceError("source contains NUL bytes")
+    return text
+
+
+def _encoding(raw: bytes) -> str:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as error:
+        raise SourceError(str(error.msg if hasattr(error, "msg") else error)) from None
+    return encoding

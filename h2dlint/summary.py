@@ -1,0 +1,71 @@
+"""What one file holds, as far as hotness is concerned: its functions, the calls they make, and its H2D sites.
+
+These are plain records, built by `collector.py` from a libcst tree and read by `hotness.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+MODULE = "<module>"  # the owner of code outside any function
+
+
+@dataclass(frozen=True)
+class Span:
+    """1-based rows and columns, as the CLI prints them."""
+
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+
+@dataclass
+class FunctionInfo:
+    qualname: str  # Python's __qualname__: `ScheduleBatch.prepare_for_decode`, `f.<locals>.g`
+    name: str
+    line: int
+    class_qualname: Optional[str]  # set for methods
+    parent: Optional[str]  # the enclosing function, for nested functions
+    marker: Optional[str] = None  # "hot" or "cold", from a `# h2dlint: ...` comment
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    bases: Tuple[str, ...]  # simple names of base classes, as written
+    marker: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CallRef:
+    """A call from `caller` that may reach a function of this module."""
+
+    caller: str  # a function qualname, or MODULE
+    kind: str  # "self" (self.m / cls.m), "super" (super().m), "name" (m), "attr" (Cls.m)
+    name: str
+    owner: Optional[str]  # the class name for "attr"
+    line: int
+    loop_line: Optional[int]  # innermost loop around the call, within the caller
+
+
+@dataclass
+class Site:
+    """An H2D construct that a rule matched; whether it is reported depends on hotness."""
+
+    code: str
+    problem: str  # what happens, for the message
+    remedy: str  # what to use instead
+    span: Span
+    function: str  # enclosing function qualname, or MODULE
+    loop: Optional[Tuple[str, int]]  # ("loop" | "comprehension", line), innermost, within the function
+    marked_cold: bool = False
+
+
+@dataclass
+class ModuleSummary:
+    functions: Dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: Dict[str, ClassInfo] = field(default_factory=dict)
+    calls: List[CallRef] = field(default_factory=list)
+    sites: List[Site] = field(default_factory=list)

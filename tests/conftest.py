@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+REFERENCE = FIXTURES / "reference"
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run `h2dlint ARGS...` in-process; returns (exit code, stdout, stderr)."""
+    from h2dlint.cli import main
+
+    def run(*args: str, cwd: "os.PathLike[str] | None" = None):
+        old = os.getcwd()
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            code = main(list(args))
+        finally:
+            os.chdir(old)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+PYTHON = sys.executable
