@@ -1,0 +1,103 @@
+"""Which files a run checks: recursion into folders, `.gitignore` files, and `--exclude` patterns."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import pathspec
+
+# Folders never worth linting, as in ruff's defaults.
+DEFAULT_EXCLUDED_DIRS = frozenset(
+    {
+        ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+        ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
+        "__pycache__", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A path to check, or a path given on the command line that cannot be (with the reason)."""
+
+    path: str
+    error: Optional[str] = None
+
+
+_Ignore = Tuple[str, pathspec.GitIgnoreSpec]  # a folder and the patterns that apply below it
+
+
+def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> List[Candidate]:
+    """Python files under `paths`, sorted per argument. Files named explicitly are always checked."""
+    found: List[Candidate] = []
+    for path in paths:
+        if not os.path.lexists(path):
+            found.append(Candidate(path, "no such file or directory"))
+        elif os.path.isdir(path):
+            found.extend(Candidate(p) for p in sorted(_walk(path, exclude)))
+        else:
+            found.append(Candidate(path))
+    return found
+
+
+def _walk(top: str, exclude: Sequence[str]) -> Iterator[str]:
+    base = _ancestor_ignores(top)
+    if exclude:
+        base.append((top, pathspec.GitIgnoreSpec.from_lines(exclude)))
+    inherited = {os.path.normpath(top): base}
+    for folder, dirs, files in os.walk(top):
+        here = inherited.pop(os.path.normpath(folder))
+        local = _read_gitignore(folder)
+        if local is not None:
+            here = here + [(folder, local)]
+        dirs[:] = sorted(
+            d for d in dirs if d not in DEFAULT_EXCLUDED_DIRS and not _ignored(os.path.join(folder, d), True, here)
+        )
+        for d in dirs:
+            inherited[os.path.normpath(os.path.join(folder, d))] = here
+        for name in files:
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and os.path.isfile(path) and not _ignored(path, False, here):
+                yield path
+
+
+def _ancestor_ignores(top: str) -> List[_Ignore]:
+    """`.gitignore` files of the folders above `top`, up to the repository root, outermost first."""
+    folder = os.path.abspath(top)
+    chain: List[str] = []
+    while True:
+        parent = os.path.dirname(folder)
+        if os.path.exists(os.path.join(folder, ".git")) or parent == folder:
+            break
+        folder = parent
+        chain.append(folder)
+    if not os.path.exists(os.path.join(folder, ".git")):
+        return []
+    found = []
+    for ancestor in reversed(chain):
+        spec = _read_gitignore(ancestor)
+        if spec is not None:
+            found.append((ancestor, spec))
+    return found
+
+
+def _read_gitignore(folder: str) -> Optional[pathspec.GitIgnoreSpec]:
+    try:
+        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+            return pathspec.GitIgnoreSpec.from_lines(handle.read().splitlines())
+    except OSError:
+        return None
+
+
+def _ignored(path: str, is_dir: bool, ignores: Sequence[_Ignore]) -> bool:
+    """Git's rule: the deepest `.gitignore` with a matching pattern decides, and `!` patterns re-include."""
+    verdict = None
+    absolute = os.path.abspath(path)
+    for base, spec in ignores:
+        relative = os.path.relpath(absolute, os.path.abspath(base)).replace(os.sep, "/")
+        result = spec.check_file(relative + "/" if is_dir else relative)
+        if result.include is not None:
+            verdict = result.include
+    return bool(verdict)

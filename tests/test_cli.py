@@ -1,0 +1,204 @@
+"""The `h2dlint` command: paths, selection, output formats, rule docs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import PYTHON, REFERENCE, ROOT
+
+HOT = "import torch\n\ndef forward(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
+HOT_104 = "import torch\n\ndef step(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"
+CLEAN = "import torch\n\ndef __init__(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
+
+
+def write(folder, name, text):
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_clean_file_exits_0(tmp_path, run_cli):
+    write(tmp_path, "ok.py", CLEAN)
+    code, out, err = run_cli("check", str(tmp_path))
+    assert (code, err) == (0, "")
+    assert "All checks passed!" in out
+
+
+def test_findings_exit_1_with_text_lines(tmp_path, run_cli):
+    path = write(tmp_path, "hot.py", HOT)
+    code, out, _ = run_cli("check", str(path))
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith(f"{path}:4:12: HTD101 ")
+    assert "`forward` runs per step" in first
+    assert out.splitlines()[-1] == "Found 1 finding."
+
+
+def test_json_output_has_ruffs_shape(tmp_path, run_cli):
+    path = write(tmp_path, "hot.py", HOT)
+    code, out, _ = run_cli("check", "--output-format", "json", str(path))
+    assert code == 1
+    [entry] = json.loads(out)
+    assert entry["code"] == "HTD101"
+    assert entry["filename"] == os.path.abspath(path)
+    assert entry["location"] == {"row": 4, "column": 12}
+    assert entry["end_location"] == {"row": 4, "column": 41}
+    assert entry["fix"] is None
+    assert "runs per step" in entry["message"]
+
+
+def test_json_output_is_an_empty_list_when_clean(tmp_path, run_cli):
+    write(tmp_path, "ok.py", CLEAN)
+    code, out, _ = run_cli("check", "--output-format", "json", str(tmp_path))
+    assert (code, json.loads(out)) == (0, [])
+
+
+def test_unparsable_file_is_named_on_one_line_and_others_are_still_checked(tmp_path, run_cli):
+    broken = write(tmp_path, "a_broken.py", "import torch\ndef f(:\n    torch.tensor(x)\n")
+    write(tmp_path, "b_hot.py", HOT)
+    code, out, err = run_cli("check", str(tmp_path))
+    assert code == 1
+    assert err.count("\n") == 1
+    assert err.startswith(f"{broken}: error: syntax error at 2:")
+    assert "b_hot.py:4:12: HTD101" in out
+
+
+def test_file_that_cannot_hold_a_finding_is_not_parsed(tmp_path, run_cli):
+    write(tmp_path, "unrelated.py", "def f(:\n")
+    assert run_cli("check", str(tmp_path))[0] == 0
+
+
+def test_undecodable_file_is_reported_not_raised(tmp_path, run_cli):
+    bad = tmp_path / "latin.py"
+    bad.write_bytes(b"import torch\nx = '\xff'\n")
+    code, _, err = run_cli("check", str(bad))
+    assert code == 1
+    assert err == f"{bad}: error: not valid utf-8 text: byte 0xff at offset 18\n"
+
+
+def test_missing_path_is_reported_and_others_are_still_checked(tmp_path, run_cli):
+    hot = write(tmp_path, "hot.py", HOT)
+    code, out, err = run_cli("check", str(tmp_path / "nope.py"), str(hot))
+    assert code == 1
+    assert err == f"{tmp_path / 'nope.py'}: error: no such file or directory\n"
+    assert "HTD101" in out
+
+
+def test_select_and_ignore_take_codes_and_prefixes(tmp_path, run_cli):
+    write(tmp_path, "a.py", HOT)
+    write(tmp_path, "b.py", HOT_104)
+
+    def codes(*flags):
+        _, out, _ = run_cli("check", "--output-format", "json", *flags, str(tmp_path))
+        return sorted(entry["code"] for entry in json.loads(out))
+
+    assert codes() == ["HTD101", "HTD104"]
+    assert codes("--select", "HTD104") == ["HTD104"]
+    assert codes("--select", "HTD1") == ["HTD101", "HTD104"]
+    assert codes("--ignore", "HTD101") == ["HTD104"]
+    assert codes("--select", "HTD", "--ignore", "HTD104") == ["HTD101"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--select", "XYZ1"],
+        ["check", "--ignore", "HTD9"],
+        ["check", "--output-format", "yaml"],
+        ["rule", "HTD999"],
+        ["frobnicate"],
+        [],
+    ],
+)
+def test_usage_errors_exit_2(argv, run_cli, tmp_path):
+    with pytest.raises(SystemExit) as raised:
+        code, _, _ = run_cli(*argv, cwd=tmp_path)
+        raise SystemExit(code)
+    assert raised.value.code == 2
+
+
+def test_default_path_is_the_current_folder(tmp_path, run_cli):
+    write(tmp_path, "pkg/hot.py", HOT)
+    code, out, _ = run_cli("check", cwd=tmp_path)
+    assert code == 1
+    assert out.startswith(os.path.join(".", "pkg", "hot.py") + ":4:12: HTD101")
+
+
+def test_gitignore_and_exclude_patterns_are_honoured(tmp_path, run_cli):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, ".gitignore", "generated/\n*_pb2.py\n")
+    write(tmp_path, "src/.gitignore", "local_*.py\n!local_keep.py\n")
+    for name in ("generated/g.py", "src/m_pb2.py", "src/local_x.py", "src/local_keep.py", "src/main.py",
+                 "src/vendor/v.py", ".venv/lib.py", "notes.txt"):
+        write(tmp_path, name, HOT)
+    _, out, _ = run_cli("check", "--output-format", "json", "--exclude", "vendor/", str(tmp_path / "src"))
+    checked = sorted(os.path.relpath(e["filename"], tmp_path) for e in json.loads(out))
+    assert checked == [os.path.join("src", "local_keep.py"), os.path.join("src", "main.py")]
+
+
+def test_explicit_file_is_checked_even_if_ignored(tmp_path, run_cli):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, ".gitignore", "hot.py\n")
+    path = write(tmp_path, "hot.py", HOT)
+    assert run_cli("check", str(path))[0] == 1
+    assert run_cli("check", str(tmp_path))[0] == 0
+
+
+def test_extend_hot_and_cold_functions(tmp_path, run_cli):
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def run_batch(ids, dev):
+            return torch.tensor(ids, device=dev)
+
+        def forward(ids, dev):
+            return torch.tensor(ids, device=dev)
+        """
+    )
+    path = write(tmp_path, "m.py", source)
+
+    def rows(*flags):
+        _, out, _ = run_cli("check", "--output-format", "json", *flags, str(path))
+        return [entry["location"]["row"] for entry in json.loads(out)]
+
+    assert rows() == [8]
+    assert rows("--extend-hot-functions", "run_*") == [5, 8]
+    assert rows("--extend-cold-functions", "forward") == []
+
+
+def test_rule_prints_documentation(run_cli):
+    code, out, _ = run_cli("rule", "HTD101")
+    assert code == 0
+    assert out.startswith("# tensor-with-device (HTD101)")
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead"):
+        assert heading in out
+
+
+def test_rule_without_code_lists_rules(run_cli):
+    code, out, _ = run_cli("rule")
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == ["HTD101", "HTD104"]
+
+
+def test_python_dash_m_runs_the_cli():
+    done = subprocess.run(
+        [PYTHON, "-m", "h2dlint", "check", str(REFERENCE)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 1, done.stderr
+    assert "HTD101" in done.stdout and "HTD104" in done.stdout
+    assert done.stderr == ""
+
+
+def test_console_script_is_installed():
+    done = subprocess.run(
+        [os.path.join(os.path.dirname(PYTHON), "h2dlint"), "rule", "HTD104"], capture_output=True, text=True
+    )
+    assert done.returncode == 0
+    assert "pageable" in done.stdout
