@@ -61,7 +61,16 @@ def looks_like_dtype(expr: cst.BaseExpression, names: NameResolver) -> bool:
 
 
 def host_built_tensor(expr: cst.BaseExpression, names: NameResolver) -> Optional[cst.Call]:
-    """The constructor call when `expr` is a tensor just built in pageable host memory, else None."""
+    """The constructor call when `expr` is a tensor just built in pageable host memory, else None.
+
+    `expr` may be the call itself, host-preserving methods on it (`.long()`, `.view(...)`), or a local
+    variable that the function assigns exactly once from such an expression.
+    """
+    if isinstance(expr, cst.Name):
+        value = names.local_value(expr.value)
+        if value is None or isinstance(value, cst.Name):
+            return None
+        expr = value
     while _is_host_preserving_call(expr):
         expr = expr.func.value  # type: ignore[attr-defined]
     if not isinstance(expr, cst.Call) or names.qualify(expr.func) not in DATA_CONSTRUCTORS:

@@ -101,9 +101,9 @@ def _hot_roots(
         if call.loop_line is None or call.caller in cold:
             continue
         where = "module level" if call.caller == MODULE else f"`{call.caller}`"
-        text = f"called in a loop at line {call.loop_line} of {where}"
+        loop = f"in a loop at line {call.loop_line} of {where}"
         for callee in graph.resolve(call):
-            yield callee, Heat(True, text, text)
+            yield callee, Heat(True, f"called {loop}", loop)
 
 
 class _CallGraph:

@@ -22,6 +22,8 @@ class Bindings:
     torch_aliases: Dict[str, str] = field(default_factory=dict)
     other: Set[str] = field(default_factory=set)
     is_class: bool = False
+    # For function scopes: names bound exactly once, by a plain `name = value`, and that value.
+    single_values: Dict[str, cst.BaseExpression] = field(default_factory=dict)
 
     def lookup(self, name: str) -> Optional[str]:
         """The qualified torch name for `name`, "" when this scope binds it to something else, None if unbound."""
@@ -39,9 +41,14 @@ def module_bindings(module: cst.Module) -> Bindings:
 
 def function_bindings(node: cst.FunctionDef) -> Bindings:
     collector = _BindingCollector(module_level=False)
-    node.params.visit(_ParamCollector(collector.bindings.other))
+    node.params.visit(_ParamCollector(collector))
     node.body.visit(collector)
     collector.bindings.other -= collector.declared_global
+    collector.bindings.single_values = {
+        name: value
+        for name, value in collector.values.items()
+        if collector.counts[name] == 1 and name not in collector.declared_global
+    }
     return collector.bindings
 
 
@@ -76,6 +83,12 @@ class NameResolver:
                 return found or None
         return None
 
+    def local_value(self, name: str) -> Optional[cst.BaseExpression]:
+        """The value of `name` when the current function binds it once, by a plain assignment."""
+        if not self._scopes:
+            return None
+        return self._scopes[-1].single_values.get(name)
+
     def qualify(self, expr: cst.BaseExpression) -> Optional[str]:
         """`torch.tensor` for `th.tensor`, `tensor` (from torch import tensor), ...; None when not torch."""
         if isinstance(expr, cst.Name):
@@ -105,11 +118,11 @@ def _target_names(target: cst.BaseExpression) -> Iterable[str]:
 
 
 class _ParamCollector(cst.CSTVisitor):
-    def __init__(self, names: Set[str]) -> None:
-        self.names = names
+    def __init__(self, collector: "_BindingCollector") -> None:
+        self.collector = collector
 
     def visit_Param(self, node: cst.Param) -> bool:
-        self.names.add(node.name.value)
+        self.collector._bind(node.name.value)
         return False  # defaults and annotations are evaluated in the enclosing scope
 
 
@@ -119,10 +132,13 @@ class _BindingCollector(cst.CSTVisitor):
     def __init__(self, module_level: bool) -> None:
         self.bindings = Bindings()
         self.declared_global: Set[str] = set()
+        self.counts: Dict[str, int] = {}
+        self.values: Dict[str, cst.BaseExpression] = {}
         self._module_level = module_level
         self._except_depth = 0
 
     def _bind(self, name: str) -> None:
+        self.counts[name] = self.counts.get(name, 0) + 1
         # `try: import torch / except ImportError: torch = None` keeps torch meaning torch at module level.
         if self._module_level and self._except_depth:
             return
@@ -155,6 +171,8 @@ class _BindingCollector(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._bind_targets(target.target)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.values[node.targets[0].target.value] = node.value
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._bind_targets(node.target)
@@ -205,6 +223,7 @@ class _BindingCollector(cst.CSTVisitor):
             self._bind_import(bound, f"{module}.{imported}")
 
     def _bind_import(self, bound: str, qualified: str) -> None:
+        self.counts[bound] = self.counts.get(bound, 0) + 1
         if qualified == TORCH or qualified.startswith(TORCH + "."):
             self.bindings.torch_aliases[bound] = qualified
         else:

@@ -59,6 +59,10 @@ class PageableNonBlocking(Rule):
         Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to('cpu', non_blocking=True)\n"),
         Valid("import torch\n\ndef step(x, dev):\n    return torch.tensor(x, device=dev).to(dev, non_blocking=True)\n"),
         Valid("import torch\n\ndef step(x, dev):\n    return x.to(dev, non_blocking=True)\n"),
+        Valid(
+            "import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t.pin_memory()\n"
+            "    return t.to(dev, non_blocking=True)\n"
+        ),
         Valid("import torch\n\ndef setup(x, dev):\n    return torch.tensor(x).to(dev, non_blocking=True)\n"),
         Valid(
             "import torch\n\nclass B:\n    def __init__(self, x, dev):\n        for i in x:\n"
@@ -85,6 +89,13 @@ class PageableNonBlocking(Rule):
             reason="in a loop at line 4",
         ),
         Invalid(
+            "import torch\n\ndef step(ids, dev):\n    ids_cpu = torch.tensor(ids, dtype=torch.int64)\n"
+            "    return ids_cpu.to(dev, non_blocking=True)\n",
+            line=5,
+            column=12,
+            reason="`step` runs per step",
+        ),
+        Invalid(
             "from torch import as_tensor\n\ndef sample(x, dev):\n"
             "    return as_tensor(x).long().to(dev, non_blocking=True)\n",
             line=4,
@@ -96,9 +107,10 @@ class PageableNonBlocking(Rule):
         copy = device_copy(call, names)
         if copy is None or not copy.non_blocking or host_built_tensor(copy.receiver, names) is None:
             return None
+        source = f"`{copy.receiver.value}`, " if isinstance(copy.receiver, cst.Name) else ""
         return Match(
             node=call,
-            problem=f"`.{copy.method}(..., non_blocking=True)` copies a tensor just built in pageable memory,"
-            " so the copy is not asynchronous and may sync the stream",
+            problem=f"`.{copy.method}(..., non_blocking=True)` copies {source}a tensor just built in pageable"
+            " memory, so the copy is not asynchronous and may sync the stream",
             remedy="Build the tensor with `pin_memory=True` so that `non_blocking=True` takes effect",
         )
