@@ -67,22 +67,25 @@ def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = 
 
 
 def _parse(text: str) -> cst.Module:
+    _require_valid_python(text)
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        raise SourceError(_syntax_error(text, error)) from None
+        message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
+        raise SourceError(f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}") from None
 
 
-def _syntax_error(text: str, error: cst.ParserSyntaxError) -> str:
-    """Python's own description of the error where it has one: libcst's positions can be a line late."""
+def _require_valid_python(text: str) -> None:
+    """Python's own parser guards libcst's: on deeply nested input that Python rejects (say 2,000 nested
+    parentheses) libcst's native parser can crash the whole process. Python's messages are also clearer."""
     try:
         ast.parse(text)
-    except SyntaxError as python_error:
-        return f"syntax error at {python_error.lineno}:{python_error.offset}: {python_error.msg}"
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
-    return f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}"
+    except SyntaxError as error:
+        raise SourceError(f"syntax error at {error.lineno}:{error.offset}: {error.msg}") from None
+    except (RecursionError, MemoryError):
+        raise SourceError("too deeply nested for Python's parser") from None
+    except ValueError as error:
+        raise SourceError(str(error)) from None
 
 
 def _suppressed(site: Site, lines: Sequence[str]) -> bool:
