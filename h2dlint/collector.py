@@ -16,6 +16,7 @@ from h2dlint.summary import MODULE, CallRef, ClassInfo, FunctionInfo, ModuleSumm
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+_GRAPH_CAPTURE = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 
 
 def summarize(module: cst.Module, lines: Sequence[str], rules: Sequence[Rule]) -> ModuleSummary:
@@ -50,6 +51,7 @@ class _Collector(cst.CSTVisitor):
         self._names = NameResolver()
         self._frames: List[_Frame] = []
         self._loop_regions: Dict[int, Tuple[str, int]] = {}
+        self._captures: List[bool] = []  # one entry per enclosing `with`: does it capture a CUDA graph?
 
     # --- scopes -------------------------------------------------------------------------------------------
 
@@ -136,6 +138,17 @@ class _Collector(cst.CSTVisitor):
         for part in per_item:
             self._loop_regions[id(part)] = region
 
+    # --- CUDA-graph capture blocks -------------------------------------------------------------------------
+
+    def visit_With(self, node: cst.With) -> None:
+        self._captures.append(any(self._is_graph_capture(item.item) for item in node.items))
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self._captures.pop()
+
+    def _is_graph_capture(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self._names.qualify(expr.func) in _GRAPH_CAPTURE
+
     # --- calls --------------------------------------------------------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -158,6 +171,7 @@ class _Collector(cst.CSTVisitor):
                 function=self._owner(),
                 loop=loops[-1] if loops else None,
                 marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
+                in_graph_capture=any(self._captures),
             )
         )
 

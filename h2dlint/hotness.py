@@ -9,7 +9,8 @@ name, is called from a hot function (`self.m()`, `cls.m()`, `super().m()`, `Cls.
 resolving to this module), is called in a loop, or is nested in a hot function. Hotness propagates along
 calls transitively; the shortest chain is kept, so messages can name it.
 
-A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold.
+A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site
+inside a `with torch.cuda.graph(...)` block is capture, so it is cold.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
 def site_reason(site: Site, heat: Dict[str, Heat]) -> Optional[str]:
     """Why `site` is hot, or None when it is cold or not known to be hot."""
     owner = heat.get(site.function)
-    if site.marked_cold or (owner is not None and not owner.hot):
+    if site.marked_cold or site.in_graph_capture or (owner is not None and not owner.hot):
         return None
     if site.loop is not None:
         kind, line = site.loop

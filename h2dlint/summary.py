@@ -61,6 +61,7 @@ class Site:
     function: str  # enclosing function qualname, or MODULE
     loop: Optional[Tuple[str, int]]  # ("loop" | "comprehension", line), innermost, within the function
     marked_cold: bool = False
+    in_graph_capture: bool = False  # inside `with torch.cuda.graph(...)`: one-time capture, never rewritten
 
 
 @dataclass
