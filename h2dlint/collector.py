@@ -72,13 +72,13 @@ class _Collector(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         qualname = self._child_qualname(node.name.value)
-        enclosing = self._frames[-1]
+        enclosing, owner = self._frames[-1], self._owner()
         self.summary.functions[qualname] = FunctionInfo(
             qualname=qualname,
             name=node.name.value,
             line=self._line(node),
             class_qualname=enclosing.qualname if enclosing.kind == "class" else None,
-            parent=self._owner() if self._owner() != MODULE else None,
+            parent=owner if owner != MODULE else None,
             marker=find_marker(self._lines, self._line(node), self._header_end(node)),
         )
         self._names.push(function_bindings(node))
