@@ -93,6 +93,17 @@ def test_file_that_cannot_hold_a_finding_is_not_parsed(tmp_path, run_cli):
     assert run_cli("check", str(tmp_path))[0] == 0
 
 
+def test_bom_crlf_and_coding_cookie_are_read_like_python_reads_them(tmp_path, run_cli):
+    crlf = tmp_path / "crlf_bom.py"
+    crlf.write_bytes(b"\xef\xbb\xbf" + HOT.replace("\n", "\r\n").encode())
+    latin = tmp_path / "latin1.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\n" + HOT.replace("device=dev)", "device=dev)  # caf\xe9").encode("latin-1"))
+    code, out, err = run_cli("check", str(crlf), str(latin))
+    assert (code, err) == (1, "")
+    assert f"{crlf}:4:12: HTD101" in out
+    assert f"{latin}:5:12: HTD101" in out
+
+
 def test_undecodable_file_is_reported_not_raised(tmp_path, run_cli):
     bad = tmp_path / "latin.py"
     bad.write_bytes(b"import torch\nx = '\xff'\n")
