@@ -40,9 +40,9 @@ def enabled_rules(settings: Settings) -> List[Rule]:
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
     """Diagnostics for one module's source text. Raises SourceError when it cannot be parsed."""
     rules = enabled_rules(settings) if rules is None else rules
-    candidates = [r for r in rules if any(t in text for t in r.triggers)]
+    candidates = [r for r in rules if r.may_match(text)]
     if "torch" not in text or not candidates:
-        return []  # every rule needs a torch import and one of its trigger words
+        return []  # every rule needs a torch import and its trigger words
     lines = text.splitlines()
     summary = summarize(_parse(text), lines, candidates)
     heat = function_heat(summary, settings)

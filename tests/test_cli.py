@@ -60,7 +60,7 @@ def test_json_output_is_an_empty_list_when_clean(tmp_path, run_cli):
 
 
 def test_unparsable_file_is_named_on_one_line_and_others_are_still_checked(tmp_path, run_cli):
-    broken = write(tmp_path, "a_broken.py", "import torch\ndef f(:\n    torch.tensor(x)\n")
+    broken = write(tmp_path, "a_broken.py", "import torch\ndef f(:\n    torch.tensor(x, device=d)\n")
     write(tmp_path, "b_hot.py", HOT)
     code, out, err = run_cli("check", str(tmp_path))
     assert code == 1
@@ -73,9 +73,12 @@ def test_unparsable_file_is_named_on_one_line_and_others_are_still_checked(tmp_p
     "source, reason",
     [
         # libcst's native parser crashes the process on this; Python's parser rejects it first.
-        ("import torch\nx = " + "(" * 3000 + "torch.tensor(1)" + ")" * 3000 + "\n", "too many nested parentheses"),
-        ("import torch\nprint 'hi'\nx = torch.tensor(1)\n", "Missing parentheses in call to 'print'"),
-        ("import torch\nx = torch.tensor(1)" + ".a" * 2000 + "\n", "too deeply nested to analyse"),
+        (
+            "import torch\nx = " + "(" * 3000 + "torch.tensor(1, device=d)" + ")" * 3000 + "\n",
+            "too many nested parentheses",
+        ),
+        ("import torch\nprint 'hi'\nx = torch.tensor(1, device=d)\n", "Missing parentheses in call to 'print'"),
+        ("import torch\nx = torch.tensor(1, device=d)" + ".a" * 2000 + "\n", "too deeply nested to analyse"),
     ],
     ids=["nested-3000", "python-2", "valid-but-deep"],
 )

@@ -53,13 +53,17 @@ class Rule:
     why_bad: ClassVar[str]
     example: ClassVar[str]
     use_instead: ClassVar[str]
-    # Substrings a file must contain for this rule to possibly match (a cheap prefilter).
-    triggers: ClassVar[Tuple[str, ...]]
+    # A cheap prefilter: the file must contain at least one word of every group, or the rule cannot match.
+    triggers: ClassVar[Tuple[Tuple[str, ...], ...]]
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
     def match(self, call: cst.Call, names: NameResolver) -> Optional[Match]:
         raise NotImplementedError
+
+    @classmethod
+    def may_match(cls, text: str) -> bool:
+        return all(any(word in text for word in group) for group in cls.triggers)
 
     @classmethod
     def documentation(cls) -> str:

@@ -15,7 +15,8 @@ class PageableNonBlocking(Rule):
     code = "HTD104"
     name = "pageable-non-blocking-copy"
     summary = "`.to(device, non_blocking=True)` on a fresh pageable tensor: `non_blocking` has no effect."
-    triggers = ("tensor", "from_numpy", "asarray")
+    # `True` covers the positional form `.to(dev, dtype, True)`.
+    triggers = (("tensor", "from_numpy", "asarray"), ("non_blocking", "True"))
 
     what_it_does = """
         Checks for `.to(<device>, non_blocking=True)` or `.cuda(non_blocking=True)` applied to a tensor just

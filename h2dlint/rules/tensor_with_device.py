@@ -16,7 +16,7 @@ class TensorWithDevice(Rule):
     code = "HTD101"
     name = "tensor-with-device"
     summary = "`torch.tensor(data, device=...)` in hot code: a blocking copy and a stream sync on every call."
-    triggers = ("tensor",)
+    triggers = (("tensor",), ("device",))
 
     what_it_does = """
         Checks for `torch.tensor(data, device=...)` with an accelerator device in code that runs per step or
