@@ -91,7 +91,7 @@ def _is_host_preserving_call(expr: cst.BaseExpression) -> bool:
         isinstance(expr, cst.Call)
         and isinstance(expr.func, cst.Attribute)
         and expr.func.attr.value in HOST_PRESERVING_METHODS
-        and not any(arg.keyword is not None and arg.keyword.value == "device" for arg in expr.args)
+        and keyword_arg(expr, "device") is None
     )
 
 
