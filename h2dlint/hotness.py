@@ -103,7 +103,7 @@ def _hot_roots(
             continue
         where = "module level" if call.caller == MODULE else f"`{call.caller}`"
         loop = f"in a loop at line {call.loop_line} of {where}"
-        for callee in graph.resolve(call):
+        for callee in graph.targets(call):
             yield callee, Heat(True, f"called {loop}", loop)
 
 
@@ -114,9 +114,10 @@ class _CallGraph:
         self._functions = summary.functions
         self._classes = summary.classes
         self._top_classes = {c.qualname: c.qualname for c in summary.classes.values() if "." not in c.qualname}
+        self._targets = {call: self._resolve(call) for call in summary.calls}
         self._edges: Dict[str, List[str]] = {}
-        for call in summary.calls:
-            self._edges.setdefault(call.caller, []).extend(self.resolve(call))
+        for call, targets in self._targets.items():
+            self._edges.setdefault(call.caller, []).extend(targets)
         for function in summary.functions.values():
             if function.parent is not None:
                 self._edges.setdefault(function.parent, []).append(function.qualname)
@@ -124,7 +125,11 @@ class _CallGraph:
     def callees(self, caller: str) -> List[str]:
         return self._edges.get(caller, [])
 
-    def resolve(self, call: CallRef) -> List[str]:
+    def targets(self, call: CallRef) -> List[str]:
+        """The functions of this module that `call` may reach."""
+        return self._targets[call]
+
+    def _resolve(self, call: CallRef) -> List[str]:
         if call.kind == "name":
             return self._resolve_plain(call.caller, call.name)
         if call.kind == "attr":
