@@ -26,11 +26,11 @@ def read_source(path: str) -> SourceFile:
         raise SourceError("is a directory, not a Python file") from None
     except OSError as error:
         raise SourceError(f"cannot read: {error.strerror or error}") from None
-    return SourceFile(path, decode_source(raw), _encoding(raw))
-
-
-def decode_source(raw: bytes) -> str:
     encoding = _encoding(raw)
+    return SourceFile(path, _decode(raw, encoding), encoding)
+
+
+def _decode(raw: bytes, encoding: str) -> str:
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as error:
@@ -47,5 +47,5 @@ def _encoding(raw: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as error:
-        raise SourceError(str(error.msg if hasattr(error, "msg") else error)) from None
+        raise SourceError(str(error.msg)) from None
     return encoding
