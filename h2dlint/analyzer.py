@@ -14,7 +14,7 @@ from h2dlint.hotness import function_heat, site_reason
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
-from h2dlint.summary import Site, Span
+from h2dlint.summary import Fix, Site, Span
 
 NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
@@ -24,6 +24,7 @@ class Diagnostic:
     code: str
     message: str
     span: Span
+    fix: Optional[Fix] = None  # None when the rule has no fix, or the site cannot be fixed safely
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ class Settings:
     ignore: Tuple[str, ...] = ()
     extend_hot_functions: Tuple[str, ...] = ()
     extend_cold_functions: Tuple[str, ...] = ()
+    # Where fixes import `h2d_tensor` / `h2d_as_tensor` from; a project may vendor the helper.
+    helper_module: str = "h2dlint.runtime"
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)
 

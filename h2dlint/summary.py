@@ -21,6 +21,22 @@ class Span:
     end_column: int
 
 
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text in `span` (end exclusive; an empty span inserts) with `content`."""
+
+    span: Span
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A behaviour-preserving rewrite of one finding: its edits, plus any import it needs."""
+
+    message: str  # what the fix does, e.g. "Replace with `h2d_tensor(...)`"
+    edits: Tuple[Edit, ...]
+
+
 @dataclass
 class FunctionInfo:
     qualname: str  # Python's __qualname__: `ScheduleBatch.prepare_for_decode`, `f.<locals>.g`
