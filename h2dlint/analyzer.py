@@ -6,15 +6,15 @@ import ast
 import re
 import warnings
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from h2dlint.collector import summarize
-from h2dlint.hotness import function_heat, site_reason
+from h2dlint.hotness import Heat, function_heat, site_reason_for
 from h2dlint.positions import source_lines
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
-from h2dlint.summary import Fix, Site, Span
+from h2dlint.summary import Fix, ModuleSummary, Site, Span
 
 NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
@@ -38,21 +38,57 @@ def enabled_rules(settings: Settings) -> List[Rule]:
     return [RULES_BY_CODE[code]() for code in selected_codes(ALL_CODES, settings.select, settings.ignore)]
 
 
+@dataclass(frozen=True)
+class FileSummary:
+    """What one file contributes to a run, and what the cache keeps per file content."""
+
+    summary: ModuleSummary
+    suppressed: Tuple[bool, ...] = ()  # per site of `summary`: covered by a `# noqa` comment
+    error: Optional[str] = None  # one line, when the file could not be analysed
+
+
+def candidate_rules(text: str, rules: Sequence[Rule]) -> List[Rule]:
+    """The rules that may match in `text`: a substring test costing microseconds, not a parse."""
+    if "torch" not in text:
+        return []  # every rule needs a torch import
+    return [r for r in rules if r.may_match(text)]
+
+
+def summarize_source(text: str, rules: Sequence[Rule]) -> FileSummary:
+    """Parse and summarise one file for a project run. A file that no rule can match is still summarised
+    (its functions and calls carry hotness to other files), but its parse errors are not reported."""
+    candidates = candidate_rules(text, rules)
+    try:
+        lines = source_lines(text)
+        summary = summarize(_parse(text), lines, candidates)
+    except SourceError as error:
+        return FileSummary(ModuleSummary(), (), str(error) if candidates else None)
+    except RecursionError:
+        return FileSummary(ModuleSummary(), (), "too deeply nested to analyse" if candidates else None)
+    return FileSummary(summary, tuple(_suppressed(site, lines) for site in summary.sites))
+
+
+def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> List[Diagnostic]:
+    """The reported findings of one summarised file, given the heat of its functions (by qualname)."""
+    found = []
+    for site, suppressed in zip(file.summary.sites, file.suppressed):
+        reason = site_reason_for(site, heat.get(site.function), module)
+        if reason is not None and not suppressed:
+            found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
+    return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+
+
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
-    """Diagnostics for one module's source text. Raises SourceError when it cannot be parsed."""
+    """Diagnostics for one module's source text, reasoning about that module alone.
+    Raises SourceError when it cannot be parsed."""
     rules = enabled_rules(settings) if rules is None else rules
-    candidates = [r for r in rules if r.may_match(text)]
-    if "torch" not in text or not candidates:
+    candidates = candidate_rules(text, rules)
+    if not candidates:
         return []  # every rule needs a torch import and its trigger words
     lines = source_lines(text)
     summary = summarize(_parse(text), lines, candidates)
-    heat = function_heat(summary, settings)
-    found = []
-    for site in summary.sites:
-        reason = site_reason(site, heat)
-        if reason is not None and not _suppressed(site, lines):
-            found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
-    return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+    file = FileSummary(summary, tuple(_suppressed(site, lines) for site in summary.sites))
+    return diagnostics(file, function_heat(summary, settings))
 
 
 def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> FileResult:

@@ -10,8 +10,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from h2dlint import __version__
-from h2dlint.analyzer import FileResult, check_file, enabled_rules
-from h2dlint.files import discover
+from h2dlint.project import check_paths
 from h2dlint.output import FORMATS, render, render_errors
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
 from h2dlint.settings import Settings, UsageError
@@ -40,13 +39,7 @@ def run_check(args: argparse.Namespace) -> int:
         extend_hot_functions=tuple(args.extend_hot_functions),
         extend_cold_functions=tuple(args.extend_cold_functions),
     )
-    rules = enabled_rules(settings)
-    results = []
-    for candidate in discover(args.paths or ["."], args.exclude):
-        if candidate.error is not None:
-            results.append(FileResult(candidate.path, (), candidate.error))
-        else:
-            results.append(check_file(candidate.path, settings, rules))
+    results = check_paths(args.paths or ["."], settings, args.exclude, args.jobs, use_cache=not args.no_cache)
     sys.stderr.write(render_errors(results))
     sys.stdout.write(render(results, args.output_format))
     failed = any(r.diagnostics or r.error for r in results)
@@ -94,9 +87,30 @@ def _parser() -> argparse.ArgumentParser:
         "--extend-cold-functions", type=_codes, default=[], metavar="NAMES",
         help="more one-time function names (globs), comma-separated",
     )
+    _add_speed_options(check)
     check.set_defaults(run=run_check)
 
     rule = commands.add_parser("rule", help="print a rule's documentation, or list the rules")
     rule.add_argument("code", nargs="?", help="a rule code such as HTD101")
     rule.set_defaults(run=run_rule)
     return parser
+
+
+def _add_speed_options(check: argparse.ArgumentParser) -> None:
+    check.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the cache (.h2dlint_cache/)"
+    )
+    check.add_argument(
+        "-j", "--jobs", type=_positive_int, default=None, metavar="N",
+        help="worker processes for parsing (default: the number of CPU cores; 1: no workers)",
+    )
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value!r}")
+    return number
