@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import re
 import warnings
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from h2dlint.cache import Cache, cache_roots, file_stat
 from h2dlint.collector import summarize
-from h2dlint.hotness import Heat, function_heat, site_reason_for
+from h2dlint.hotness import Heat, ModuleGraph, function_heat, propagate, site_reason_for
 from h2dlint.positions import source_lines
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
@@ -126,3 +129,50 @@ def _suppressed(site: Site, lines: Sequence[str]) -> bool:
         if codes is None or any(site.code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c):
             return True
     return False
+
+
+def check_source_in_project(
+    text: str, path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None
+) -> List[Diagnostic]:
+    """Diagnostics for one file, for faces that see one file at a time (the flake8 plugin).
+
+    `text` is the file's current content and `path` where it lives. When the last `h2dlint check` run with
+    the same settings cached a project index covering `path` (in `.h2dlint_cache/`: see `h2dlint.cache`),
+    the file's functions take the heat that run found across the project, so a function called per step
+    from another file is hot here too; functions the file itself makes cold stay cold. Without such an
+    index this is exactly `check_source`: reasoning about the file alone. Raises SourceError when `text`
+    cannot be parsed.
+    """
+    known = project_heat_for(path, settings)
+    if known is None:
+        return check_source(text, settings, rules)
+    rules = enabled_rules(settings) if rules is None else rules
+    candidates = candidate_rules(text, rules)
+    if not candidates:
+        return []
+    module, project_heat = known
+    lines = source_lines(text)
+    summary = summarize(_parse(text), lines, candidates)
+    heat = {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary, module), settings).items()}
+    for qualname, found in project_heat.items():
+        if qualname in summary.functions and (qualname not in heat or heat[qualname].hot):
+            heat[qualname] = found
+    file = FileSummary(summary, tuple(_suppressed(site, lines) for site in summary.sites))
+    return diagnostics(file, heat, module)
+
+
+def project_heat_for(path: str, settings: Settings) -> Optional[Tuple[str, Dict[str, Heat]]]:
+    """(module name, heat by qualname) of `path` from the cached project index, or None when none covers it."""
+    for root in cache_roots(path):
+        cache = Cache(settings, root)
+        stamp = file_stat(cache.last_run_path)
+        found = _cached_project_heat(cache, stamp).get(os.path.abspath(path)) if stamp else None
+        if found is not None:
+            return found
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_project_heat(cache: Cache, stamp: Tuple[int, int]) -> Dict[str, Tuple[str, Dict[str, Heat]]]:
+    """Loaded once per process and per version of the index: flake8 asks for every file in turn."""
+    return cache.load_last_run().heat or {}

@@ -22,7 +22,7 @@ import os
 import pickle
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import h2dlint
 from h2dlint.settings import Settings
@@ -59,10 +59,34 @@ class LastRun:
     heat: Any = None  # the project heat per file, for one-file faces such as flake8
 
 
+def cache_roots(path: str) -> List[str]:
+    """Where a cache for the project holding `path` may be: `$H2DLINT_CACHE_DIR`, the working folder's,
+    or the nearest `.h2dlint_cache` above `path`."""
+    found = [default_cache_root()]
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        candidate = os.path.join(folder, CACHE_DIR_NAME)
+        if os.path.isdir(candidate) and candidate not in found:
+            found.append(candidate)
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return found
+
+
 class Cache:
     def __init__(self, settings: Settings, root: Optional[str] = None) -> None:
         self.root = root or default_cache_root()
         self.folder = os.path.join(self.root, run_key(settings))
+        self.last_run_path = os.path.join(self.folder, "last-run")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cache) and other.folder == self.folder
+
+    def __hash__(self) -> int:
+        return hash(self.folder)
 
     def load_summary(self, key: str) -> Any:
         try:
@@ -76,14 +100,14 @@ class Cache:
 
     def load_last_run(self) -> LastRun:
         try:
-            with open(os.path.join(self.folder, "last-run"), "rb") as handle:
+            with open(self.last_run_path, "rb") as handle:
                 found = pickle.load(handle)
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError):
             return LastRun()
         return found if isinstance(found, LastRun) else LastRun()
 
     def store_last_run(self, last: LastRun) -> None:
-        self._write(os.path.join(self.folder, "last-run"), last)
+        self._write(self.last_run_path, last)
 
     def _entry(self, key: str) -> str:
         return os.path.join(self.folder, "files", key[:2], key)

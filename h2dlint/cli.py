@@ -6,11 +6,13 @@ Exit codes: 0 clean, 1 findings or a file that could not be checked, 2 usage err
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import List, Optional, Sequence
 
 from h2dlint import __version__
-from h2dlint.project import check_paths
+from h2dlint.explain import explain_line, parse_location, project_folder
+from h2dlint.project import analyse_paths, check_paths
 from h2dlint.output import FORMATS, render, render_errors
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
 from h2dlint.settings import Settings, UsageError
@@ -93,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     rule = commands.add_parser("rule", help="print a rule's documentation, or list the rules")
     rule.add_argument("code", nargs="?", help="a rule code such as HTD101")
     rule.set_defaults(run=run_rule)
+
+    _add_explain_command(commands)
     return parser
 
 
@@ -114,3 +118,34 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value!r}")
     return number
+
+
+def _add_explain_command(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    explain = commands.add_parser("explain", help="say why the code at PATH:LINE is hot or cold")
+    explain.add_argument("location", metavar="PATH:LINE")
+    explain.add_argument(
+        "paths", nargs="*", metavar="PROJECT",
+        help="files and folders that form the project (default: the outermost package holding PATH)",
+    )
+    explain.add_argument("--extend-hot-functions", type=_codes, default=[], metavar="NAMES")
+    explain.add_argument("--extend-cold-functions", type=_codes, default=[], metavar="NAMES")
+    _add_speed_options(explain)
+    explain.set_defaults(run=run_explain)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    location = parse_location(args.location)
+    if location is None:
+        raise UsageError(f"expected PATH:LINE, got {args.location!r}")
+    path, line = location
+    if not os.path.isfile(path):
+        print(f"{path}: error: no such file", file=sys.stderr)
+        return EXIT_FINDINGS
+    settings = Settings(
+        extend_hot_functions=tuple(args.extend_hot_functions),
+        extend_cold_functions=tuple(args.extend_cold_functions),
+    )
+    paths = args.paths or [project_folder(path)]
+    run = analyse_paths([*paths, path], settings, args.jobs, use_cache=not args.no_cache)
+    print("\n".join(explain_line(run, path, line)))
+    return EXIT_CLEAN

@@ -76,6 +76,28 @@ def _check_paths(
     return run.results
 
 
+def analyse_paths(
+    paths: Sequence[str], settings: Settings, jobs: Optional[int] = None, use_cache: bool = True
+) -> ProjectRun:
+    """The whole analysis of `paths`, for questions about it (`explain`); reads the cache, leaves the
+    last check run's record alone."""
+    with _collector_paused():
+        cache = Cache(settings) if use_cache else None
+        return analyse(_unique(discover(paths)), settings, jobs, cache, cache.load_last_run() if cache else None)
+
+
+def _unique(candidates: Sequence[Candidate]) -> List[Candidate]:
+    """Each file once, however many of the given paths lead to it."""
+    seen = set()
+    found = []
+    for candidate in candidates:
+        key = os.path.abspath(candidate.path)
+        if key not in seen:
+            seen.add(key)
+            found.append(candidate)
+    return found
+
+
 def analyse(
     candidates: Sequence[Candidate],
     settings: Settings,
