@@ -29,6 +29,7 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "__init_subclass__",
     "__new__",
     "*load_weights*",
+    "*weight_loader*",
     "load_state_dict",
     "*_after_loading",
     "create_*buffer*",
@@ -38,6 +39,8 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "*capture*",
     "*warmup*",
     "*warm_up*",
+    "*profile_run*",
+    "_profile_*",
 )
 
 
