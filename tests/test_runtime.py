@@ -21,6 +21,7 @@ from hypothesis.extra import numpy as npst
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from cuda_sync import first_sync_error
 from h2dlint import runtime
 from h2dlint.runtime import h2d_as_tensor, h2d_tensor
 
@@ -437,18 +438,7 @@ def test_on_cuda_plain_data_takes_the_pinned_path():
 
 
 def _syncs(make):
-    """Whether `make()` makes a synchronising CUDA call (sync debug mode "error" raises on one)."""
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        make()
-    except RuntimeError as error:
-        if "synchroniz" not in str(error):
-            raise
-        return True
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    return False
+    return first_sync_error(make) is not None
 
 
 @pytest.mark.cuda
