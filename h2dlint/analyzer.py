@@ -6,11 +6,13 @@ import ast
 import re
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import List, Optional, Sequence
 
 from h2dlint.collector import summarize
 from h2dlint.hotness import function_heat, site_reason
 from h2dlint.positions import source_lines
+from h2dlint.rewrites import plan_fix
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
@@ -45,14 +47,23 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
     if "torch" not in text or not candidates:
         return []  # every rule needs a torch import and its trigger words
     lines = source_lines(text)
-    summary = summarize(_parse(text), lines, candidates)
+    tree = _parse(text)
+    summary = summarize(tree, lines, candidates, partial(plan_fix, tree=tree, text=text, lines=lines,
+                                                        helper_module=settings.helper_module))
     heat = function_heat(summary, settings)
     found = []
     for site in summary.sites:
         reason = site_reason(site, heat)
         if reason is not None and not _suppressed(site, lines):
-            found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
+            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+
+
+def _message(site: Site, reason: str) -> str:
+    message = f"{site.problem}; {reason}. {site.remedy}."
+    if site.unfixable:
+        message += f" Not fixed automatically: {site.unfixable}."
+    return message
 
 
 def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> FileResult:

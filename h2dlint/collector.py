@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.positions import span_of
-from h2dlint.rules import Rule
+from h2dlint.rewrites import Rewrite
+from h2dlint.rules import Match, Rule
 from h2dlint.scopes import NameResolver, class_bindings, function_bindings, module_bindings
-from h2dlint.summary import MODULE, CallRef, ClassInfo, FunctionInfo, ModuleSummary, Site
+from h2dlint.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
+
+FixPlanner = Callable[[Rewrite], Fix]
 
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
@@ -24,9 +27,14 @@ _Scope = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 
 
-def summarize(module: ast.Module, lines: Sequence[str], rules: Sequence[Rule]) -> ModuleSummary:
-    """`lines` are the source's lines as Python numbers them (see `positions.source_lines`)."""
-    collector = _Collector(lines, rules)
+def summarize(
+    module: ast.Module, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner] = None
+) -> ModuleSummary:
+    """`lines` are the source's lines as Python numbers them (see `positions.source_lines`).
+
+    `plan_fix` turns a rule's `Rewrite` into text edits; without it, sites carry no fixes.
+    """
+    collector = _Collector(lines, rules, plan_fix)
     collector.run(module)
     return collector.summary
 
@@ -48,8 +56,9 @@ class _Frame:
 
 
 class _Collector:
-    def __init__(self, lines: Sequence[str], rules: Sequence[Rule]):
+    def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner]):
         self.summary = ModuleSummary()
+        self._plan_fix = plan_fix
         self._lines = lines
         self._rules = rules
         self._names = NameResolver()
@@ -205,25 +214,32 @@ class _Collector:
         for rule in self._rules:
             found = rule.match(node, self._names)
             if found is not None:
-                self._record_site(rule, found.node, found.problem, found.remedy)
+                self._record_site(rule, found)
         self._visit(node.func)
         self._visit_all(_arguments_in_source_order(node))
 
-    def _record_site(self, rule: Rule, node: ast.AST, problem: str, remedy: str) -> None:
-        span = span_of(node, self._lines)
+    def _record_site(self, rule: Rule, found: Match) -> None:
+        span = span_of(found.node, self._lines)
         loops = self._frames[-1].loops
         self.summary.sites.append(
             Site(
                 code=rule.code,
-                problem=problem,
-                remedy=remedy,
+                problem=found.problem,
+                remedy=found.remedy,
                 span=span,
                 function=self._owner(),
                 loop=loops[-1] if loops else None,
                 marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
                 in_graph_capture=any(self._captures),
+                fix=self._fix(found),
+                unfixable=found.unfixable,
             )
         )
+
+    def _fix(self, found: Match) -> Optional[Fix]:
+        if found.rewrite is None or self._plan_fix is None or any(self._captures):
+            return None  # a pinned copy captured into a CUDA graph would read memory the graph does not own
+        return self._plan_fix(found.rewrite)
 
     def _record_call_ref(self, node: ast.Call) -> None:
         ref = _call_target(node.func)

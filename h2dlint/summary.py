@@ -78,6 +78,8 @@ class Site:
     loop: Optional[Tuple[str, int]]  # ("loop" | "comprehension", line), innermost, within the function
     marked_cold: bool = False
     in_graph_capture: bool = False  # inside `with torch.cuda.graph(...)`: one-time capture, never rewritten
+    fix: Optional[Fix] = None
+    unfixable: Optional[str] = None  # why the rule's fix does not apply here
 
 
 @dataclass
