@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from h2dlint.constructs import stream_work_in
 from h2dlint.positions import span_of
 from h2dlint.rewrites import Rewrite
 from h2dlint.rules import Match, Rule
@@ -53,6 +54,8 @@ class _Frame:
     kind: str  # "module", "class" or "function"
     qualname: str
     loops: List[Tuple[str, int]] = field(default_factory=list)
+    node: Optional[ast.AST] = None  # the function, for frames of kind "function"
+    stream_work: Optional[str] = None  # memo of `stream_work_in(node)`; "" when there is none
 
 
 class _Collector:
@@ -121,7 +124,7 @@ class _Collector:
             marker=find_marker(self._lines, node.lineno, self._header_end(node)),
         )
         self._names.push(function_bindings(node))
-        self._frames.append(_Frame("function", qualname))
+        self._frames.append(_Frame("function", qualname, node=node))
         # Decorators, defaults and annotations count as the function's own code, as they always have.
         self._visit_all(node.decorator_list)
         self._visit_arguments(node.args)
@@ -220,6 +223,7 @@ class _Collector:
 
     def _record_site(self, rule: Rule, found: Match) -> None:
         span = span_of(found.node, self._lines)
+        fix, unfixable = self._fix(found)
         loops = self._frames[-1].loops
         self.summary.sites.append(
             Site(
@@ -231,15 +235,29 @@ class _Collector:
                 loop=loops[-1] if loops else None,
                 marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
                 in_graph_capture=any(self._captures),
-                fix=self._fix(found),
-                unfixable=found.unfixable,
+                fix=fix,
+                unfixable=unfixable,
             )
         )
 
-    def _fix(self, found: Match) -> Optional[Fix]:
+    def _fix(self, found: Match) -> Tuple[Optional[Fix], Optional[str]]:
         if found.rewrite is None or self._plan_fix is None or any(self._captures):
-            return None  # a pinned copy captured into a CUDA graph would read memory the graph does not own
-        return self._plan_fix(found.rewrite)
+            # A pinned copy captured into a CUDA graph would read memory the graph does not own.
+            return None, found.unfixable
+        stream_work = self._stream_work()
+        if stream_work:
+            return None, (
+                f"the function also {stream_work}, which may rely on the blocking copy draining the stream"
+            )
+        return self._plan_fix(found.rewrite), None
+
+    def _stream_work(self) -> str:
+        frame = self._frames[-1]
+        if frame.node is None:
+            return ""
+        if frame.stream_work is None:
+            frame.stream_work = stream_work_in(frame.node, self._names) or ""
+        return frame.stream_work
 
     def _record_call_ref(self, node: ast.Call) -> None:
         ref = _call_target(node.func)
