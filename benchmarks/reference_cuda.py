@@ -247,7 +247,7 @@ def _load_model(device, batch_sizes):
     return model
 
 
-def _new_batch(model, batch_size, path):
+def _new_batch(model, path, batch_size):
     """A batch of `batch_size` requests right after prefill, ready for its first decode step."""
     import torch
     from run_decode import forward_and_sample, make_reqs
@@ -270,14 +270,21 @@ def _measure(model, gpu, path, batch_size, args):
     return metrics
 
 
-def _sequential_steps(model, path, batch_size, steps, around_prepare):
-    """`steps` decode steps as run_decode.py runs them, with prepare_for_decode wrapped by `around_prepare`."""
+def _warm_batch(model, path, batch_size):
+    """A batch after prefill and a few decode steps, so that setup copies and first-call costs are behind it."""
     from run_decode import forward_and_sample
 
-    batch, orchestrator = _new_batch(model, batch_size, path)
+    batch, orchestrator = _new_batch(model, path, batch_size)
     for _ in range(WARMUP_STEPS):
         batch.prepare_for_decode()
         forward_and_sample(model, batch, orchestrator)
+    return batch, orchestrator
+
+
+def _sequential_steps(model, batch, orchestrator, steps, around_prepare):
+    """`steps` decode steps as run_decode.py runs them, with prepare_for_decode wrapped by `around_prepare`."""
+    from run_decode import forward_and_sample
+
     for _ in range(steps):
         around_prepare(batch.prepare_for_decode)
         forward_and_sample(model, batch, orchestrator)
@@ -285,12 +292,18 @@ def _sequential_steps(model, path, batch_size, steps, around_prepare):
 
 def _count_syncs_and_copies(model, gpu, path, batch_size):
     debug_mode_syncs = []
-    _sequential_steps(model, path, batch_size, PROBE_STEPS,
+    _sequential_steps(model, *_warm_batch(model, path, batch_size), PROBE_STEPS,
                       lambda prepare: debug_mode_syncs.append(gpu.debug_mode_syncs(prepare)))
-    counts = gpu.profile(lambda around: _sequential_steps(model, path, batch_size, PROBE_STEPS, around))
+    syncs = None if None in debug_mode_syncs else sum(debug_mode_syncs) / PROBE_STEPS
+    batch, orchestrator = _warm_batch(model, path, batch_size)
+    try:
+        counts = gpu.profile(lambda around: _sequential_steps(model, batch, orchestrator, PROBE_STEPS, around))
+    except RuntimeError as error:  # the profiler's counts are shown as n/a; the other measurements stand
+        _progress(f"WARNING: the profiler failed, its counts are left out: {error}")
+        return {"syncs_debug_mode": syncs, "stream_syncs_profiler": None, "htod_pageable": None,
+                "htod_pinned": None, "profiler_error": str(error)}
     memcpy_kinds = counts.pop("memcpy_kinds")
     per_step = {key: value / PROBE_STEPS for key, value in counts.items()}
-    syncs = None if None in debug_mode_syncs else sum(debug_mode_syncs) / PROBE_STEPS
     return {"syncs_debug_mode": syncs, **per_step, "memcpy_kinds_seen": memcpy_kinds}
 
 
@@ -304,18 +317,17 @@ def _prepare_host_times(model, gpu, path, batch_size, gpu_forward_us):
         prepare()
         seconds.append(time.perf_counter() - start)
 
-    _sequential_steps(model, path, batch_size, PROBE_STEPS, timed)
+    _sequential_steps(model, *_warm_batch(model, path, batch_size), PROBE_STEPS, timed)
     return {"prepare_host_ms_median": statistics.median(seconds) * 1e3,
             "prepare_host_ms_max": max(seconds) * 1e3}
 
 
 def _overlapped_step_ms(model, gpu, path, batch_size, args):
-    batch, orchestrator = _new_batch(model, batch_size, path)
+    batch, orchestrator = _warm_batch(model, path, batch_size)
     pending = None
-    for step in range(WARMUP_STEPS + args.steps):
-        if step == WARMUP_STEPS:
-            gpu.synchronize()
-            start = time.perf_counter()
+    gpu.synchronize()
+    start = time.perf_counter()
+    for _ in range(args.steps):
         batch.prepare_for_decode()
         _spin(args.cpu_work_us)
         logits = model.forward(batch.input_ids, batch.seq_lens - 1)

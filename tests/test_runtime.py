@@ -121,6 +121,7 @@ def tensors(draw):
 
 any_data = st.one_of(plain_data, numpy_arrays, numpy_scalars, tensors())
 dtypes = st.one_of(st.none(), st.sampled_from(ALL_DTYPES), st.sampled_from([float, int, bool, complex]))
+pinned_path_dtypes = st.one_of(st.none(), st.sampled_from(sorted(runtime._PLAIN_DTYPES, key=str)))
 cpu_devices = st.sampled_from([None, "cpu", "cpu:0", torch.device("cpu"), 0, "meta", "cuda", "cuda:0"])
 cuda_devices = st.sampled_from(["cuda", "cuda:0", 0, torch.device("cuda"), torch.device("cuda", 0)])
 
@@ -233,7 +234,7 @@ def test_under_a_default_device_the_helpers_behave_like_torch(default_device, da
 
 
 @PROPERTY
-@given(plain_data, st.one_of(st.none(), st.sampled_from(ALL_DTYPES)), st.booleans())
+@given(plain_data, pinned_path_dtypes, st.booleans())
 def test_the_pinned_path_sequence_builds_what_torch_tensor_builds(data, dtype, requires_grad):
     assert type(data) in runtime._PLAIN_DATA_TYPES  # the data the pinned path is taken for
     # The pinned path's own steps (host build with dtype only when given, detach, copy, requires_grad_),
@@ -245,7 +246,7 @@ def test_the_pinned_path_sequence_builds_what_torch_tensor_builds(data, dtype, r
 
 
 @PROPERTY
-@given(plain_data, st.one_of(st.none(), st.sampled_from(ALL_DTYPES)))
+@given(plain_data, pinned_path_dtypes)
 def test_for_plain_data_the_pinned_path_builds_what_torch_as_tensor_builds(data, dtype):
     assert type(data) in runtime._PLAIN_DATA_TYPES
     expected = _outcome(lambda: torch.as_tensor(data, **_dtype_kwarg(dtype)))
@@ -360,7 +361,9 @@ def test_tensors_arrays_and_other_objects_fall_back(fake_cuda, data):
     assert _target(data, "cuda") is None
 
 
-@pytest.mark.parametrize("dtype, requires_grad", [(float, False), ("float32", False), (None, 1)])
+@pytest.mark.parametrize(
+    "dtype, requires_grad", [(float, False), ("float32", False), (torch.qint8, False), (torch.uint4, False), (None, 1)]
+)
 def test_arguments_torch_would_reject_or_convert_fall_back(fake_cuda, dtype, requires_grad):
     assert _target([1.0], "cuda", dtype, requires_grad) is None
     assert _target([1.0], "cuda", torch.float16, True) == torch.device("cuda")
