@@ -159,6 +159,7 @@ def _assert_same_tensor(actual, expected, data):
     assert (actual.stride(), actual.storage_offset()) == (expected.stride(), expected.storage_offset())
     assert (actual.requires_grad, actual.is_leaf) == (expected.requires_grad, expected.is_leaf)
     assert (actual.grad_fn is None) == (expected.grad_fn is None)
+    assert actual.is_inference() == expected.is_inference()
     assert (actual is data) == (expected is data)
     assert _shares_memory(actual, data) == _shares_memory(expected, data)
     if expected.device.type != "meta":
@@ -193,6 +194,15 @@ def _check_tensor(data, dtype, device, requires_grad):
     expected = _outcome(lambda: torch.tensor(
         data, **_dtype_kwarg(dtype), device=device, requires_grad=requires_grad))
     actual = _outcome(lambda: h2d_tensor(data, **_dtype_kwarg(dtype), device=device, requires_grad=requires_grad))
+    _assert_same_behaviour(actual, expected, data)
+
+
+def _check_pinned_path_sequence(data, dtype, requires_grad):
+    """The pinned path's own steps (host build with dtype only when given, detach, copy, requires_grad_),
+    run on the CPU without pinning: everything but the pinning and the device copy."""
+    expected = _outcome(lambda: torch.tensor(data, **_dtype_kwarg(dtype), requires_grad=requires_grad))
+    actual = _outcome(lambda: runtime._copy_through_pinned_memory(
+        data, dtype, torch.device("cpu"), requires_grad, pin_memory=False))
     _assert_same_behaviour(actual, expected, data)
 
 
@@ -233,16 +243,43 @@ def test_under_a_default_device_the_helpers_behave_like_torch(default_device, da
         _check_as_tensor(data, dtype, None)
 
 
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+# Contexts that change what torch.tensor returns: grad modes, and the dtype inferred for Python floats.
+CONTEXTS = {
+    "no_grad": torch.no_grad,
+    "inference_mode": torch.inference_mode,
+    "float64_default": lambda: _default_dtype(torch.float64),
+}
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+@pytest.mark.parametrize("devices", DEVICE_SETS)
+@settings(PROPERTY, max_examples=50)
+@given(data=plain_data, dtype=pinned_path_dtypes, requires_grad=st.booleans(), draw=st.data())
+def test_in_grad_modes_and_under_another_default_dtype_the_helpers_behave_like_torch(
+    context, devices, data, dtype, requires_grad, draw
+):
+    device = draw.draw(devices, label="device")
+    with CONTEXTS[context]():
+        _check_tensor(data, dtype, device, requires_grad)
+        _check_as_tensor(data, dtype, device)
+        _check_pinned_path_sequence(data, dtype, requires_grad)
+
+
 @PROPERTY
 @given(plain_data, pinned_path_dtypes, st.booleans())
 def test_the_pinned_path_sequence_builds_what_torch_tensor_builds(data, dtype, requires_grad):
     assert type(data) in runtime._PLAIN_DATA_TYPES  # the data the pinned path is taken for
-    # The pinned path's own steps (host build with dtype only when given, detach, copy, requires_grad_),
-    # run on the CPU without pinning: everything but the pinning and the device copy.
-    expected = _outcome(lambda: torch.tensor(data, **_dtype_kwarg(dtype), requires_grad=requires_grad))
-    actual = _outcome(lambda: runtime._copy_through_pinned_memory(
-        data, dtype, torch.device("cpu"), requires_grad, pin_memory=False))
-    _assert_same_behaviour(actual, expected, data)
+    _check_pinned_path_sequence(data, dtype, requires_grad)
 
 
 @PROPERTY
@@ -392,6 +429,15 @@ def test_the_default_device_decides_when_device_is_none(fake_cuda):
             assert _target([1, 2], None) is None
     with torch.device("meta"):
         assert _target([1, 2], None) is None
+
+
+def test_set_default_device_decides_when_device_is_none(fake_cuda):
+    torch.set_default_device("cuda")
+    try:
+        assert _target([1, 2], None) == torch.device("cuda")
+    finally:
+        torch.set_default_device(None)
+    assert _target([1, 2], None) is None
 
 
 class _RecordingFunctionMode(TorchFunctionMode):
