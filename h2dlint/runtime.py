@@ -117,7 +117,8 @@ def _pinned_copy_target(data, dtype, device, requires_grad):
 
 
 def _plain_arguments(dtype, requires_grad):
-    return (dtype is None or dtype in _PLAIN_DTYPES) and type(requires_grad) is bool
+    dense = dtype is None or (isinstance(dtype, torch.dtype) and dtype in _PLAIN_DTYPES)
+    return dense and type(requires_grad) is bool
 
 
 def _tracing_or_dispatch_mode_active():

@@ -301,6 +301,7 @@ def test_for_plain_data_the_pinned_path_builds_what_torch_as_tensor_builds(data,
         ([[1, 2], 3], None, False),
         (["a"], None, False),
         ([1.5], "float32", False),
+        ([1.5], [], False),  # not even hashable
         ([1.5], None, 1),
         ([2**64], None, False),
         ([np.array([1, 2]), np.array([3, 4])], None, False),  # warns: a list of ndarrays is slow
@@ -399,7 +400,8 @@ def test_tensors_arrays_and_other_objects_fall_back(fake_cuda, data):
 
 
 @pytest.mark.parametrize(
-    "dtype, requires_grad", [(float, False), ("float32", False), (torch.qint8, False), (torch.uint4, False), (None, 1)]
+    "dtype, requires_grad",
+    [(float, False), ("float32", False), ([], False), (torch.qint8, False), (torch.uint4, False), (None, 1)],
 )
 def test_arguments_torch_would_reject_or_convert_fall_back(fake_cuda, dtype, requires_grad):
     assert _target([1.0], "cuda", dtype, requires_grad) is None
