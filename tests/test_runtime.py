@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import collections
 import contextlib
+import enum
 import warnings
 
 import numpy as np
@@ -317,6 +318,20 @@ def test_for_plain_data_the_pinned_path_builds_what_torch_as_tensor_builds(data,
 def test_sharp_edges_behave_like_torch_tensor(data, dtype, requires_grad):
     for device in (None, "cpu", 0, "cuda"):
         _check_tensor(data, dtype, device, requires_grad)
+
+
+class _IntEnum(enum.IntEnum):
+    ZERO = 0
+
+
+@pytest.mark.parametrize(
+    "device",
+    [2**70, -1, 1.5, True, b"cuda", np.int64(0), _IntEnum.ZERO, "CUDA", "cuda:00", "cuda:-1", "cuda:0 ", "cuda:7"],
+    ids=repr,
+)
+def test_odd_devices_behave_like_torch(device):
+    _check_tensor([1.5, 2.5], None, device, False)
+    _check_as_tensor([1.5, 2.5], None, device)
 
 
 def test_the_sharp_edges_really_are_sharp():
