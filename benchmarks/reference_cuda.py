@@ -470,7 +470,7 @@ def _profile_counts(events, expect_cuda):
     if expect_cuda and not memcpy_kinds:
         # Every step reads its ids back (a DtoH memcpy): none seen means the profiler sees no GPU activity.
         raise RuntimeError("the profiler recorded no memcpy at all (is CUPTI available?)")
-    stream_syncs = [event for event in events if event.name == "cudaStreamSynchronize"
+    stream_syncs = [event for event in events if event.name.startswith("cudaStreamSynchronize")
                     and any(r.start <= event.time_range.start <= r.end for r in prepares)]
     names = [event.name for event in events]
     return {"stream_syncs_profiler": len(stream_syncs),
