@@ -537,7 +537,9 @@ def test_on_cuda_the_copy_is_on_the_current_stream():
     # The default stream is kept busy; the copy and its reader run on a side stream. Had the copy gone to the
     # default stream, the side stream's sum would read memory not yet written.
     side = torch.cuda.Stream()
-    h2d_tensor([0], device="cuda")  # the first pinned allocation can be slow; keep it out of the busy window
+    # A pinned block of a new size comes from cudaHostAlloc, which synchronises the whole device; allocate this
+    # size once first, so that the copy below is served from the caching host allocator as in steady state.
+    h2d_tensor([7] * 64, device="cuda")
     torch.cuda.synchronize()
     torch.cuda._sleep(1_000_000_000)  # about 0.5 s at 2 GHz
     with torch.cuda.stream(side):
