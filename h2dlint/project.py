@@ -23,7 +23,7 @@ from h2dlint.files import Candidate, discover
 from h2dlint.hotness import Heat, Key, propagate
 from h2dlint.index import ProjectGraph, module_names
 from h2dlint.settings import Settings
-from h2dlint.sources import SourceError, decode_source
+from h2dlint.sources import SourceError, decode_source, read_bytes
 from h2dlint.summary import ModuleSummary
 
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -222,6 +222,7 @@ _WORKER: dict = {}  # what each worker process (or the serial path) needs: the r
 
 def _init_worker(settings: Settings, cache_root: Optional[str]) -> None:
     gc.disable()  # see `_collector_paused`
+    _WORKER["settings"] = settings
     _WORKER["rules"] = enabled_rules(settings)
     _WORKER["cache"] = Cache(settings, cache_root) if cache_root is not None else None
 
@@ -229,18 +230,15 @@ def _init_worker(settings: Settings, cache_root: Optional[str]) -> None:
 def _summarize_file(path: str) -> _Outcome:
     stat = file_stat(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        return "is a directory, not a Python file"
-    except OSError as error:
-        return f"cannot read: {error.strerror or error}"
+        data = read_bytes(path)
+    except SourceError as error:
+        return str(error)
     key = content_key(data)
     cache: Optional[Cache] = _WORKER["cache"]
     summary = cache.load_summary(key) if cache is not None else None
     if summary is None:
         try:
-            summary = summarize_source(decode_source(data), _WORKER["rules"])
+            summary = summarize_source(decode_source(path, data).text, _WORKER["settings"], _WORKER["rules"])
         except SourceError as error:
             summary = FileSummary(ModuleSummary(), (), str(error))
         except Exception as error:  # a bug in h2dlint must not stop the other files; never cached

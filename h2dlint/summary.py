@@ -83,6 +83,8 @@ class Site:
     marked_cold: bool = False
     in_graph_capture: bool = False  # inside `with torch.cuda.graph(...)`: one-time capture, never rewritten
     one_time: bool = False  # under a cached-build guard: `if self._x is None:` / `if not hasattr(self, ...)`
+    fix: Optional[Fix] = None
+    unfixable: Optional[str] = None  # why the rule's fix does not apply here
 
 
 @dataclass

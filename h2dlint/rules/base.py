@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Sequence, Tuple
 
+from h2dlint.rewrites import Rewrite
 from h2dlint.scopes import NameResolver
 
 
@@ -21,6 +22,8 @@ class Match:
     node: ast.AST
     problem: str
     remedy: str
+    rewrite: Optional[Rewrite] = None  # how to fix it, when the rule knows a behaviour-preserving fix
+    unfixable: Optional[str] = None  # why a rule that has a fix cannot apply it here
 
 
 @dataclass(frozen=True)
