@@ -207,7 +207,7 @@ class _Collector:
 
     def _visit_if(self, node: ast.If) -> None:
         self._visit(node.test)
-        guard = _is_cached_build_guard(node.test)
+        guard = _is_cached_build_guard(node.test, node.body)
         self._one_time += guard
         self._visit_all(node.body)
         self._one_time -= guard
@@ -365,8 +365,9 @@ def _call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
     return ("method", attr, None)
 
 
-def _is_cached_build_guard(test: ast.expr) -> bool:
-    """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`)."""
+def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
+    """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`),
+    or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _is_attribute_lookup(test.operand, "hasattr")
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
@@ -376,7 +377,19 @@ def _is_cached_build_guard(test: ast.expr) -> bool:
     subject = test.left
     if isinstance(subject, ast.Attribute):
         return _is_self(subject.value)
+    if isinstance(subject, ast.Name):
+        return any(_stores_in_cache(statement, subject.id) for statement in body)
     return _is_attribute_lookup(subject, "getattr")
+
+
+def _stores_in_cache(statement: ast.stmt, name: str) -> bool:
+    """`cache[key] = name` (a memo table keeps what the guarded block built)."""
+    return (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Name)
+        and statement.value.id == name
+        and any(isinstance(target, ast.Subscript) for target in statement.targets)
+    )
 
 
 def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
