@@ -9,7 +9,7 @@ import fnmatch
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Match, Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 # Per-step entry points. Their bodies run once per decode/forward step.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
@@ -77,7 +77,7 @@ def _matches_any(name: str, patterns: Tuple[str, ...]) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(patterns: Tuple[str, ...]) -> Callable[[str], Optional[Match[str]]]:
+def _compiled(patterns: Tuple[str, ...]) -> Callable[[str], Optional["re.Match[str]"]]:
     """One regular expression for all the globs: a project has tens of thousands of function names."""
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)").match
 
