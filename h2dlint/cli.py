@@ -13,6 +13,7 @@ from h2dlint import __version__
 from h2dlint.analyzer import FileResult, check_file, enabled_rules
 from h2dlint.files import discover
 from h2dlint.output import FORMATS, render, render_errors
+from h2dlint.terminal import is_terminal, wants_colour, with_progress
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
 from h2dlint.settings import Settings, UsageError
 
@@ -42,15 +43,27 @@ def run_check(args: argparse.Namespace) -> int:
     )
     rules = enabled_rules(settings)
     results = []
-    for candidate in discover(args.paths or ["."], args.exclude):
+    candidates = discover(args.paths or ["."], args.exclude)
+    for candidate in with_progress(candidates, show=_shows_progress(args)):
         if candidate.error is not None:
             results.append(FileResult(candidate.path, (), candidate.error))
         else:
             results.append(check_file(candidate.path, settings, rules))
-    sys.stderr.write(render_errors(results))
-    sys.stdout.write(render(results, args.output_format))
+    _report(results, args)
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
+def _report(results: Sequence[FileResult], args: argparse.Namespace) -> None:
+    sys.stderr.write(render_errors(results))
+    sys.stdout.write(
+        render(results, args.output_format, colour=wants_colour(sys.stdout), summary=not args.quiet)
+    )
+
+
+def _shows_progress(args: argparse.Namespace) -> bool:
+    # Progress goes to stderr, so it is shown when a person watches stderr, whatever stdout is piped to.
+    return not args.quiet and is_terminal(sys.stderr)
 
 
 def run_rule(args: argparse.Namespace) -> int:
@@ -82,7 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*", metavar="PATH")
     check.add_argument("--select", type=_codes, default=[], help="codes or prefixes to enable, e.g. HTD101,HTD1")
     check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
-    check.add_argument("--output-format", choices=FORMATS, default="text")
+    check.add_argument(
+        "--output-format", choices=FORMATS, default="text",
+        help="text (default; coloured on a terminal unless NO_COLOR is set), concise, json, sarif or github",
+    )
+    check.add_argument(
+        "-q", "--quiet", action="store_true", help="print findings only: no progress, no closing summary line"
+    )
     check.add_argument(
         "--exclude", action="append", default=[], metavar="PATTERN", help="a .gitignore-style pattern to skip"
     )
