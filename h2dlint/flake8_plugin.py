@@ -44,6 +44,7 @@ class Flake8Checker:
 def _settings_for(filename: str) -> Settings:
     """The settings that apply to `filename`.
 
-    The one place where the flake8 face gets its configuration: `[tool.h2dlint]` in the nearest
-    pyproject.toml is to be read here. Rule selection is left to flake8 (`--select`, `--extend-ignore`)."""
+    The one place where the flake8 face gets its configuration: `[tool.h2dlint]` (in the pyproject.toml
+    that applies to the file) is to be read here, once the configuration reader exists. flake8's own
+    `--select` and `--extend-ignore` then filter the codes on top of it."""
     return Settings()
