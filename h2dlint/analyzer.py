@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import List, Optional, Sequence
-
-import libcst as cst
 
 from h2dlint.collector import summarize
 from h2dlint.hotness import function_heat, site_reason
+from h2dlint.positions import source_lines
+from h2dlint.rewrites import plan_fix
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
@@ -46,15 +48,24 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
     candidates = [r for r in rules if r.may_match(text)]
     if not candidates:
         return []  # nor can any rule match without its trigger words
-    lines = text.splitlines()
-    summary = summarize(_parse(text), lines, candidates)
+    lines = source_lines(text)
+    tree = _parse(text)
+    summary = summarize(tree, lines, candidates, partial(plan_fix, tree=tree, text=text, lines=lines,
+                                                        helper_module=settings.helper_module))
     heat = function_heat(summary, settings)
     found = []
     for site in summary.sites:
         reason = site_reason(site, heat)
         if reason is not None and not _suppressed(site, lines):
-            found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
+            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+
+
+def _message(site: Site, reason: str) -> str:
+    message = f"{site.problem}; {reason}. {site.remedy}."
+    if site.unfixable:
+        message += f" Not fixed automatically: {site.unfixable}."
+    return message
 
 
 def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> FileResult:
@@ -74,20 +85,11 @@ def failure_reason(error: Exception) -> str:
     return f"internal error ({type(error).__name__}: {error}); please report it"
 
 
-def _parse(text: str) -> cst.Module:
-    _require_valid_python(text)
+def _parse(text: str) -> ast.Module:
     try:
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
-        raise SourceError(f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}") from None
-
-
-def _require_valid_python(text: str) -> None:
-    """Python's own parser guards libcst's: on deeply nested input that Python rejects (say 2,000 nested
-    parentheses) libcst's native parser can crash the whole process. Python's messages are also clearer."""
-    try:
-        ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings (say, invalid escapes) are other tools' business
+            return ast.parse(text)
     except SyntaxError as error:
         raise SourceError(f"syntax error at {error.lineno}:{error.offset}: {error.msg}") from None
     except (RecursionError, MemoryError):

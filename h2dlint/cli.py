@@ -1,4 +1,4 @@
-"""The command line: `h2dlint check [PATHS...]` and `h2dlint rule CODE`.
+"""The command line: `h2dlint check [PATHS...] [--fix|--diff]`, `h2dlint rule CODE`, `h2dlint vendor-helper PATH`.
 
 Exit codes: 0 clean, 1 findings or a file that could not be checked, 2 usage error.
 """
@@ -6,16 +6,21 @@ Exit codes: 0 clean, 1 findings or a file that could not be checked, 2 usage err
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import List, Optional, Sequence
 
 from h2dlint import __version__
 from h2dlint.analyzer import FileResult, check_file, enabled_rules
+from h2dlint.autofix import FixOutcome, fix_file, unified_diff
 from h2dlint.files import discover
 from h2dlint.output import FORMATS, render, render_errors
-from h2dlint.terminal import is_terminal, wants_colour, with_progress
-from h2dlint.rules import ALL_RULES, RULES_BY_CODE
+from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, UsageError
+from h2dlint.sources import read_bytes
+from h2dlint.terminal import is_terminal, wants_colour, with_progress
+
+RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime.py")  # read, never imported
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -42,6 +47,8 @@ def run_check(args: argparse.Namespace) -> int:
         extend_cold_functions=tuple(args.extend_cold_functions),
     )
     rules = enabled_rules(settings)
+    if args.fix or args.diff:
+        return _run_fix(args, settings, rules)
     results = []
     candidates = discover(args.paths or ["."], args.exclude)
     for candidate in with_progress(candidates, show=_shows_progress(args)):
@@ -52,6 +59,48 @@ def run_check(args: argparse.Namespace) -> int:
     _report(results, args)
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
+def _run_fix(args: argparse.Namespace, settings: Settings, rules: Sequence[Rule]) -> int:
+    """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change."""
+    outcomes = []
+    candidates = discover(args.paths or ["."], args.exclude)
+    for candidate in with_progress(candidates, show=_shows_progress(args)):
+        if candidate.error is not None:
+            outcomes.append(FixOutcome(candidate.path, (), 0, "", "", candidate.error))
+        else:
+            outcomes.append(fix_file(candidate.path, settings, rules, write=not args.diff))
+    results = [FileResult(o.path, o.remaining, o.error) for o in outcomes]
+    fixed = sum(o.fixed for o in outcomes)
+    if args.diff:
+        sys.stderr.write(render_errors(results))
+        sys.stdout.write("".join(unified_diff(o) for o in outcomes if o.changed))
+        sys.stderr.write(f"Would fix {_count(fixed)}.\n")
+        return EXIT_FINDINGS if fixed or any(r.error for r in results) else EXIT_CLEAN
+    _report(results, args)
+    if args.output_format == "text" and not args.quiet:
+        sys.stdout.write(f"Fixed {_count(fixed)}.\n")
+    failed = any(r.diagnostics or r.error for r in results)
+    return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
+def run_vendor_helper(args: argparse.Namespace) -> int:
+    """Copy the runtime helper's source into the user's project, so it need not depend on h2dlint to run."""
+    target = args.path
+    if os.path.isdir(target):
+        target = os.path.join(target, "h2d_runtime.py")
+    source = read_bytes(RUNTIME_SOURCE)
+    if os.path.exists(target) and read_bytes(target) != source and not args.force:
+        raise UsageError(f"{target} exists and differs from the helper; pass --force to overwrite it")
+    with open(target, "wb") as out:
+        out.write(source)
+    module = os.path.splitext(os.path.relpath(target))[0].replace(os.sep, ".")
+    print(f"Wrote {target}. Point fixes at it in pyproject.toml:\n\n[tool.h2dlint]\nhelper-module = \"{module}\"")
+    return EXIT_CLEAN
+
+
+def _count(fixes: int) -> str:
+    return f"{fixes} finding{'s' if fixes != 1 else ''}"
 
 
 def _report(results: Sequence[FileResult], args: argparse.Namespace) -> None:
@@ -113,7 +162,19 @@ def _parser() -> argparse.ArgumentParser:
         "--extend-cold-functions", type=_codes, default=[], metavar="NAMES",
         help="more one-time function names (globs), comma-separated",
     )
+    fixing = check.add_mutually_exclusive_group()
+    fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
+    fixing.add_argument(
+        "--diff", action="store_true", help="print the fixes as a unified diff and change nothing (exit 1 if any)"
+    )
     check.set_defaults(run=run_check)
+
+    vendor = commands.add_parser(
+        "vendor-helper", help="write the runtime helper's source into your project (see helper-module)"
+    )
+    vendor.add_argument("path", metavar="PATH", help="a .py file to write, or a folder (writes h2d_runtime.py)")
+    vendor.add_argument("--force", action="store_true", help="overwrite a file that differs")
+    vendor.set_defaults(run=run_vendor_helper)
 
     rule = commands.add_parser("rule", help="print a rule's documentation, or list the rules")
     rule.add_argument("code", nargs="?", help="a rule code such as HTD101")

@@ -19,13 +19,21 @@ class SourceFile:
 
 
 def read_source(path: str) -> SourceFile:
+    return decode_source(path, read_bytes(path))
+
+
+def read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            return handle.read()
     except IsADirectoryError:
         raise SourceError("is a directory, not a Python file") from None
     except OSError as error:
         raise SourceError(f"cannot read: {error.strerror or error}") from None
+
+
+def decode_source(path: str, raw: bytes) -> SourceFile:
+    """Decode a file's bytes (the fixer keeps them, to notice a file that changed before it writes)."""
     encoding = _encoding(raw)
     return SourceFile(path, _decode(raw, encoding), encoding)
 

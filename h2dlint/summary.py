@@ -1,6 +1,6 @@
 """What one file holds, as far as hotness is concerned: its functions, the calls they make, and its H2D sites.
 
-These are plain records, built by `collector.py` from a libcst tree and read by `hotness.py`.
+These are plain records, built by `collector.py` from an `ast` tree and read by `hotness.py`.
 """
 
 from __future__ import annotations
@@ -78,6 +78,8 @@ class Site:
     loop: Optional[Tuple[str, int]]  # ("loop" | "comprehension", line), innermost, within the function
     marked_cold: bool = False
     in_graph_capture: bool = False  # inside `with torch.cuda.graph(...)`: one-time capture, never rewritten
+    fix: Optional[Fix] = None
+    unfixable: Optional[str] = None  # why the rule's fix does not apply here
 
 
 @dataclass

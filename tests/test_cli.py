@@ -49,8 +49,11 @@ def test_json_output_has_ruffs_shape(tmp_path, run_cli):
     assert entry["filename"] == os.path.abspath(path)
     assert entry["location"] == {"row": 4, "column": 12}
     assert entry["end_location"] == {"row": 4, "column": 41}
-    assert entry["fix"] is None
     assert "runs per step" in entry["message"]
+    fix = entry["fix"]
+    assert fix["applicability"] == "safe" and fix["message"].startswith("Replace with `h2d_tensor(...)`")
+    replacement = {"content": "h2d_tensor", "location": {"row": 4, "column": 12}, "end_location": {"row": 4, "column": 24}}
+    assert replacement in fix["edits"]
 
 
 def test_json_output_is_an_empty_list_when_clean(tmp_path, run_cli):

@@ -6,12 +6,12 @@ is decided once for all rules by `h2dlint.hotness`.
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Sequence, Tuple
 
-import libcst as cst
-
+from h2dlint.rewrites import Rewrite
 from h2dlint.scopes import NameResolver
 
 
@@ -19,9 +19,11 @@ from h2dlint.scopes import NameResolver
 class Match:
     """What a rule found at one call: the node to report, what happens, and what to use instead."""
 
-    node: cst.CSTNode
+    node: ast.AST
     problem: str
     remedy: str
+    rewrite: Optional[Rewrite] = None  # how to fix it, when the rule knows a behaviour-preserving fix
+    unfixable: Optional[str] = None  # why a rule that has a fix cannot apply it here
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Rule:
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
-    def match(self, call: cst.Call, names: NameResolver) -> Optional[Match]:
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
         raise NotImplementedError
 
     @classmethod

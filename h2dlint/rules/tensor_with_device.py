@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
-
-import libcst as cst
 
 from h2dlint.arguments import keyword_arg
 from h2dlint.constructs import is_host_device
+from h2dlint.rewrites import constructor_rewrite
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.scopes import NameResolver
 
@@ -110,14 +110,17 @@ class TensorWithDevice(Rule):
         ),
     )
 
-    def match(self, call: cst.Call, names: NameResolver) -> Optional[Match]:
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
         if names.qualify(call.func) != "torch.tensor":
             return None
         device = keyword_arg(call, "device")
         if device is None or is_host_device(device.value, names):
             return None
+        rewrite, unfixable = constructor_rewrite(call, "h2d_tensor")
         return Match(
             node=call,
             problem="`torch.tensor(..., device=...)` makes a blocking host-to-device copy and a stream sync on every call",
             remedy="Build the data with `pin_memory=True` and copy it with `.to(device, non_blocking=True)`",
+            rewrite=rewrite,
+            unfixable=unfixable,
         )
