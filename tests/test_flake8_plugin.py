@@ -43,7 +43,7 @@ def h2dlint_json(*paths):
     )
 
 
-@pytest.mark.parametrize("folder", [REFERENCE, FIXTURES / "checker"], ids=["reference", "checker-fixtures"])
+@pytest.mark.parametrize("folder", [REFERENCE, FIXTURES], ids=["reference", "all-fixtures"])
 def test_flake8_reports_what_the_cli_reports(folder):
     code, findings, stderr = flake8("--select", "HTD", folder)
     expected = h2dlint_json(folder)

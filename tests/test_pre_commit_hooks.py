@@ -74,11 +74,6 @@ def _snapshot(folder):
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.py"))}
 
 
-def _has_fix_option():
-    done = subprocess.run([PYTHON, "-m", "h2dlint", "check", "--help"], capture_output=True, text=True)
-    return "--fix" in done.stdout
-
-
 def test_lint_hook_fails_and_prints_the_findings(tmp_path, pre_commit_env):
     repo = make_repo(tmp_path / "repo", REFERENCE)
     code, output = try_repo(repo, pre_commit_env, "h2dlint")
@@ -96,9 +91,6 @@ def test_both_hooks_pass_when_given_no_files(tmp_path, pre_commit_env):
     assert output.count("(no files to check)Skipped") == 2
 
 
-@pytest.mark.xfail(
-    not _has_fix_option(), reason="`h2dlint check --fix` is not implemented on this branch yet", strict=True
-)
 def test_fix_hook_rewrites_the_files_fails_then_passes(tmp_path, pre_commit_env):
     repo = make_repo(tmp_path / "repo", REFERENCE)
     before = _snapshot(repo)
