@@ -14,7 +14,7 @@ from h2dlint import __version__
 from h2dlint.analyzer import FileResult, check_file, enabled_rules
 from h2dlint.autofix import FixOutcome, fix_file, unified_diff
 from h2dlint.files import discover
-from h2dlint.output import FORMATS, render, render_errors
+from h2dlint.output import FORMATS, count_findings, render, render_errors
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, UsageError
 from h2dlint.sources import read_bytes
@@ -75,11 +75,11 @@ def _run_fix(args: argparse.Namespace, settings: Settings, rules: Sequence[Rule]
     if args.diff:
         sys.stderr.write(render_errors(results))
         sys.stdout.write("".join(unified_diff(o) for o in outcomes if o.changed))
-        sys.stderr.write(f"Would fix {_count(fixed)}.\n")
+        sys.stderr.write(f"Would fix {count_findings(fixed)}.\n")
         return EXIT_FINDINGS if fixed or any(r.error for r in results) else EXIT_CLEAN
     _report(results, args)
     if args.output_format == "text" and not args.quiet:
-        sys.stdout.write(f"Fixed {_count(fixed)}.\n")
+        sys.stdout.write(f"Fixed {count_findings(fixed)}.\n")
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
@@ -97,10 +97,6 @@ def run_vendor_helper(args: argparse.Namespace) -> int:
     module = os.path.splitext(os.path.relpath(target))[0].replace(os.sep, ".")
     print(f"Wrote {target}. Point fixes at it in pyproject.toml:\n\n[tool.h2dlint]\nhelper-module = \"{module}\"")
     return EXIT_CLEAN
-
-
-def _count(fixes: int) -> str:
-    return f"{fixes} finding{'s' if fixes != 1 else ''}"
 
 
 def _report(results: Sequence[FileResult], args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ import os
 from typing import Dict, List, Optional, Sequence
 
 from h2dlint.analyzer import Diagnostic, FileResult
+from h2dlint.sarif import render_sarif
 from h2dlint.summary import Fix, Span
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -20,8 +21,6 @@ def render(results: Sequence[FileResult], output_format: str, *, colour: bool = 
     if output_format == "json":
         return render_json(results)
     if output_format == "sarif":
-        from h2dlint.sarif import render_sarif  # only SARIF runs need the rule metadata it gathers
-
         return render_sarif(results)
     if output_format == "github":
         return render_github(results)
@@ -44,7 +43,9 @@ def render_text(results: Sequence[FileResult], *, colour: bool = False, summary:
 
 def _summary(count: int, results: Sequence[FileResult], paint) -> List[str]:
     if count:
-        return [f"Found {count} finding{'s' if count != 1 else ''}."]
+        fixable = sum(d.fix is not None for r in results for d in r.diagnostics)
+        found = [f"Found {count_findings(count)}."]
+        return found + [f"{fixable} fixable with `h2dlint check --fix`."] if fixable else found
     if any(result.error for result in results):
         return []  # the files that could not be checked are named on stderr; "passed" would mislead
     return [paint("All checks passed!", _CYAN)]
@@ -91,6 +92,11 @@ def render_github(results: Sequence[FileResult]) -> str:
 def render_errors(results: Sequence[FileResult]) -> str:
     """One line per file that could not be checked, naming it and the reason."""
     return "".join(f"{result.path}: error: {result.error}\n" for result in results if result.error)
+
+
+def count_findings(count: int) -> str:
+    """`1 finding`, `2 findings`."""
+    return f"{count} finding{'s' if count != 1 else ''}"
 
 
 def _location(path: str, d: Diagnostic) -> str:

@@ -37,7 +37,7 @@ def test_findings_exit_1_with_text_lines(tmp_path, run_cli):
     first = out.splitlines()[0]
     assert first.startswith(f"{path}:4:12: HTD101 ")
     assert "`forward` runs per step" in first
-    assert out.splitlines()[-1] == "Found 1 finding."
+    assert out.splitlines()[-2:] == ["Found 1 finding.", "1 fixable with `h2dlint check --fix`."]
 
 
 def test_json_output_has_ruffs_shape(tmp_path, run_cli):

@@ -54,7 +54,7 @@ def run_h2dlint(*args, env=None, cwd=ROOT):
 def test_text_is_plain_off_a_terminal():
     done = run_h2dlint("check", str(REFERENCE))
     assert "\033[" not in done.stdout
-    assert done.stdout.splitlines()[-1] == "Found 2 findings."
+    assert done.stdout.splitlines()[-2:] == ["Found 2 findings.", "2 fixable with `h2dlint check --fix`."]
 
 
 def test_text_is_coloured_when_forced_and_plain_with_no_color():
@@ -63,6 +63,15 @@ def test_text_is_coloured_when_forced_and_plain_with_no_color():
     plain = run_h2dlint("check", str(REFERENCE), env={"FORCE_COLOR": "1", "NO_COLOR": "1"}).stdout
     assert "\033[" not in plain
     assert _strip_ansi(coloured) == plain
+
+
+def test_text_counts_the_findings_and_the_fixable_ones(tmp_path):
+    results = _results(tmp_path)
+    assert render(results, "text").splitlines()[-2:] == ["Found 2 findings.", "1 fixable with `h2dlint check --fix`."]
+    unfixable = [FileResult("u.py", (UNFIXED,))]
+    assert render(unfixable, "text").splitlines()[-1] == "Found 1 finding."
+    assert render([FileResult("ok.py", ())], "text") == "All checks passed!\n"
+    assert render([FileResult("bad.py", (), "cannot read")], "text") == ""
 
 
 def test_concise_is_one_line_per_finding_without_summary_or_colour(tmp_path):
