@@ -16,8 +16,8 @@ They fall back to the original call whenever the pinned path could differ in any
   tensors (``torch.tensor`` warns and copies, ``torch.as_tensor`` may alias, both keep strides), NumPy arrays and
   scalars (``numpy.float64`` is a ``float`` subclass, hence the exact type test), anything with
   ``__cuda_array_interface__`` -- pinning raises or changes the result for those;
-- ``dtype`` is not ``None`` or a ``torch.dtype``, or ``requires_grad`` is not a ``bool`` (so that the original
-  reports its own error);
+- ``dtype`` is not ``None`` or a dense ``torch.dtype`` (a Python type, a quantized, bit or sub-byte dtype), or
+  ``requires_grad`` is not a ``bool``: the original converts or reports those itself;
 - a CUDA graph is being captured on the current stream (the original raises there; a pinned copy would be
   captured reading host memory that the graph does not own, silently wrong on replay);
 - ``torch.compile`` is tracing, a dispatch mode is active, or a torch function mode other than the default
@@ -51,6 +51,16 @@ RUNTIME_SOURCE = __file__
 # Exact types only: subclasses include numpy scalars (numpy.float64 is a float) and arbitrary sequences.
 _PLAIN_DATA_TYPES = frozenset({list, tuple, torch.Size, bool, int, float, complex})
 _CPU = torch.device("cpu")
+# Dense dtypes that torch fills from Python data; the others (quantized, bit and sub-byte types) fall back.
+_PLAIN_DTYPES = frozenset(
+    getattr(torch, name)
+    for name in (
+        "bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
+        "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128",
+        "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
+    )
+    if hasattr(torch, name)
+)
 
 
 def h2d_tensor(data, *, dtype=None, device=None, requires_grad=False):
@@ -107,7 +117,8 @@ def _pinned_copy_target(data, dtype, device, requires_grad):
 
 
 def _plain_arguments(dtype, requires_grad):
-    return (dtype is None or isinstance(dtype, torch.dtype)) and type(requires_grad) is bool
+    dense = dtype is None or (isinstance(dtype, torch.dtype) and dtype in _PLAIN_DTYPES)
+    return dense and type(requires_grad) is bool
 
 
 def _tracing_or_dispatch_mode_active():
