@@ -75,7 +75,8 @@ def _run_fix(args: argparse.Namespace, settings: Settings, rules: Sequence[Rule]
     if args.diff:
         sys.stderr.write(render_errors(results))
         sys.stdout.write("".join(unified_diff(o) for o in outcomes if o.changed))
-        sys.stderr.write(f"Would fix {count_findings(fixed)}.\n")
+        if not args.quiet:
+            sys.stderr.write(f"Would fix {count_findings(fixed)}.\n")
         return EXIT_FINDINGS if fixed or any(r.error for r in results) else EXIT_CLEAN
     _report(results, args)
     if args.output_format == "text" and not args.quiet:

@@ -90,6 +90,17 @@ def test_quiet_drops_the_summary_line(tmp_path):
     assert line.startswith(f"{tmp_path / 'hot.py'}:4:12: HTD101 ")
 
 
+def test_quiet_drops_the_fix_counts_too(tmp_path):
+    path = tmp_path / "hot.py"
+    path.write_text(HOT, encoding="utf-8")
+    diff = run_h2dlint("check", "--diff", "-q", str(path))
+    assert diff.returncode == 1 and "+from h2dlint.runtime import h2d_tensor" in diff.stdout
+    assert diff.stderr == ""
+    fixed = run_h2dlint("check", "--fix", "-q", str(path))
+    assert (fixed.returncode, fixed.stdout, fixed.stderr) == (0, "", "")
+    assert "h2d_tensor(ids, device=dev)" in path.read_text(encoding="utf-8")
+
+
 # --- json ---
 
 
