@@ -93,10 +93,12 @@ def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings:
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
     """Diagnostics for one module's source text, reasoning about that module alone.
     Raises SourceError when it cannot be parsed."""
+    if "torch" not in text:
+        return []  # every rule needs a torch import; this one search is all that most files cost
     rules = enabled_rules(settings) if rules is None else rules
     candidates = candidate_rules(text, rules)
     if not candidates:
-        return []  # every rule needs a torch import and its trigger words
+        return []  # nor can any rule match without its trigger words
     lines = source_lines(text)
     summary = _summarize(text, lines, candidates, settings)
     file = FileSummary(summary, tuple(_suppressed(site, lines) for site in summary.sites))
@@ -114,12 +116,17 @@ def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = 
     """Check one file; any failure becomes a one-line error on the result, never an exception."""
     try:
         return FileResult(path, check_source(read_source(path).text, settings, rules))
-    except SourceError as error:
-        return FileResult(path, (), str(error))
-    except RecursionError:
-        return FileResult(path, (), "too deeply nested to analyse")
-    except Exception as error:  # a bug in h2dlint must not stop the other files
-        return FileResult(path, (), f"internal error ({type(error).__name__}: {error}); please report it")
+    except Exception as error:  # even a bug in h2dlint must not stop the other files
+        return FileResult(path, (), failure_reason(error))
+
+
+def failure_reason(error: Exception) -> str:
+    """The one-line reason, for the user, why checking a file raised `error`."""
+    if isinstance(error, SourceError):
+        return str(error)
+    if isinstance(error, RecursionError):
+        return "too deeply nested to analyse"
+    return f"internal error ({type(error).__name__}: {error}); please report it"
 
 
 def _parse(text: str) -> ast.Module:

@@ -15,11 +15,12 @@ from h2dlint.analyzer import FileResult, enabled_rules
 from h2dlint.autofix import FixOutcome, fix_file, unified_diff
 from h2dlint.explain import explain_line, parse_location, project_folder
 from h2dlint.files import discover
-from h2dlint.output import FORMATS, render, render_errors
+from h2dlint.output import FORMATS, count_findings, render, render_errors
 from h2dlint.project import analyse_paths, check_paths
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, UsageError
 from h2dlint.sources import read_bytes
+from h2dlint.terminal import is_terminal, wants_colour, with_progress
 
 RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime.py")  # read, never imported
 
@@ -49,9 +50,15 @@ def run_check(args: argparse.Namespace) -> int:
     )
     if args.fix or args.diff:
         return _run_fix(args, settings, enabled_rules(settings))
-    results = check_paths(args.paths or ["."], settings, args.exclude, args.jobs, use_cache=not args.no_cache)
-    sys.stderr.write(render_errors(results))
-    sys.stdout.write(render(results, args.output_format))
+    results = check_paths(
+        args.paths or ["."],
+        settings,
+        args.exclude,
+        args.jobs,
+        use_cache=not args.no_cache,
+        progress=lambda paths: with_progress(paths, show=_shows_progress(args)),
+    )
+    _report(results, args)
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
@@ -59,21 +66,23 @@ def run_check(args: argparse.Namespace) -> int:
 def _run_fix(args: argparse.Namespace, settings: Settings, rules: Sequence[Rule]) -> int:
     """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change."""
     outcomes = []
-    for candidate in discover(args.paths or ["."], args.exclude):
+    candidates = discover(args.paths or ["."], args.exclude)
+    for candidate in with_progress(candidates, show=_shows_progress(args)):
         if candidate.error is not None:
             outcomes.append(FixOutcome(candidate.path, (), 0, "", "", candidate.error))
         else:
             outcomes.append(fix_file(candidate.path, settings, rules, write=not args.diff))
     results = [FileResult(o.path, o.remaining, o.error) for o in outcomes]
-    sys.stderr.write(render_errors(results))
     fixed = sum(o.fixed for o in outcomes)
     if args.diff:
+        sys.stderr.write(render_errors(results))
         sys.stdout.write("".join(unified_diff(o) for o in outcomes if o.changed))
-        sys.stderr.write(f"Would fix {_count(fixed)}.\n")
+        if not args.quiet:
+            sys.stderr.write(f"Would fix {count_findings(fixed)}.\n")
         return EXIT_FINDINGS if fixed or any(r.error for r in results) else EXIT_CLEAN
-    sys.stdout.write(render(results, args.output_format))
-    if args.output_format == "text":
-        sys.stdout.write(f"Fixed {_count(fixed)}.\n")
+    _report(results, args)
+    if args.output_format == "text" and not args.quiet:
+        sys.stdout.write(f"Fixed {count_findings(fixed)}.\n")
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
@@ -93,8 +102,16 @@ def run_vendor_helper(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _count(fixes: int) -> str:
-    return f"{fixes} finding{'s' if fixes != 1 else ''}"
+def _report(results: Sequence[FileResult], args: argparse.Namespace) -> None:
+    sys.stderr.write(render_errors(results))
+    sys.stdout.write(
+        render(results, args.output_format, colour=wants_colour(sys.stdout), summary=not args.quiet)
+    )
+
+
+def _shows_progress(args: argparse.Namespace) -> bool:
+    # Progress goes to stderr, so it is shown when a person watches stderr, whatever stdout is piped to.
+    return not args.quiet and is_terminal(sys.stderr)
 
 
 def run_rule(args: argparse.Namespace) -> int:
@@ -126,7 +143,13 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*", metavar="PATH")
     check.add_argument("--select", type=_codes, default=[], help="codes or prefixes to enable, e.g. HTD101,HTD1")
     check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
-    check.add_argument("--output-format", choices=FORMATS, default="text")
+    check.add_argument(
+        "--output-format", choices=FORMATS, default="text",
+        help="text (default; coloured on a terminal unless NO_COLOR is set), concise, json, sarif or github",
+    )
+    check.add_argument(
+        "-q", "--quiet", action="store_true", help="print findings only: no progress, no closing summary line"
+    )
     check.add_argument(
         "--exclude", action="append", default=[], metavar="PATTERN", help="a .gitignore-style pattern to skip"
     )
