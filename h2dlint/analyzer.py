@@ -166,7 +166,17 @@ def check_source_in_project(
     index this is exactly `check_source`: reasoning about the file alone. Raises SourceError when `text`
     cannot be parsed.
     """
-    known = project_heat_for(path, settings)
+    return check_source_with_heat(text, settings, rules, project_heat_for(path, settings))
+
+
+def check_source_with_heat(
+    text: str,
+    settings: Settings,
+    rules: Optional[Sequence[Rule]] = None,
+    known: Optional[Tuple[str, Dict[str, Heat]]] = None,
+) -> List[Diagnostic]:
+    """`check_source`, with the heat a project run found for this file: (module name, heat by qualname).
+    The fixer re-checks a file it has just rewritten this way, so fixing agrees with the project check."""
     if known is None:
         return check_source(text, settings, rules)
     rules = enabled_rules(settings) if rules is None else rules

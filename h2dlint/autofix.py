@@ -12,15 +12,18 @@ import os
 import stat
 import tempfile
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+from functools import partial
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from h2dlint.analyzer import Diagnostic, check_source
+from h2dlint.analyzer import Diagnostic, check_source_with_heat
+from h2dlint.hotness import Heat
+from h2dlint.positions import line_starts
 from h2dlint.rules import Rule
 from h2dlint.settings import Settings
-from h2dlint.positions import line_starts
 from h2dlint.sources import SourceError, decode_source, read_bytes
-from h2dlint.summary import Edit, Fix, Span
+from h2dlint.summary import Fix
 
+KnownHeat = Tuple[str, Dict[str, Heat]]  # a file's module name and its functions' heat, from a project run
 MAX_PASSES = 10  # nested fixable sites need one pass per level; real code needs one or two
 
 
@@ -58,26 +61,36 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> Tuple[str, int]:
     return text, applied
 
 
-def fix_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> Tuple[str, int, List[Diagnostic]]:
-    """Fix text until nothing fixable is left; returns the text, the number of fixes and the findings left."""
+def fix_source(
+    text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None, known: Optional[KnownHeat] = None
+) -> Tuple[str, int, List[Diagnostic]]:
+    """Fix text until nothing fixable is left; returns the text, the number of fixes and the findings left.
+    `known` is the heat a project run found for this file (see `check_source_with_heat`)."""
+    check = partial(check_source_with_heat, settings=settings, rules=rules, known=known)
     fixed = 0
     for _ in range(MAX_PASSES):
-        diagnostics = check_source(text, settings, rules)
+        diagnostics = check(text)
         fixes = [d.fix for d in diagnostics if d.fix is not None]
         if not fixes:
             return text, fixed, diagnostics
         new_text, applied = apply_fixes(text, fixes)
         _require_valid_python(new_text)
         text, fixed = new_text, fixed + applied
-    return text, fixed, check_source(text, settings, rules)
+    return text, fixed, check(text)
 
 
-def fix_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None, write: bool = True) -> FixOutcome:
+def fix_file(
+    path: str,
+    settings: Settings,
+    rules: Optional[Sequence[Rule]] = None,
+    write: bool = True,
+    known: Optional[KnownHeat] = None,
+) -> FixOutcome:
     """Fix one file in place (or only compute the fix when `write` is false). Errors become one line."""
     try:
         raw = read_bytes(path)
         source = decode_source(path, raw)
-        after, fixed, remaining = fix_source(source.text, settings, rules)
+        after, fixed, remaining = fix_source(source.text, settings, rules, known)
         if write and after != source.text:
             write_atomically(path, after.encode(source.encoding), expected=raw)
         return FixOutcome(path, remaining, fixed, source.text, after)

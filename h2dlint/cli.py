@@ -11,13 +11,12 @@ import sys
 from typing import List, Optional, Sequence
 
 from h2dlint import __version__
-from h2dlint.analyzer import FileResult, enabled_rules
-from h2dlint.autofix import FixOutcome, fix_file, unified_diff
+from h2dlint.analyzer import FileResult
+from h2dlint.autofix import unified_diff
 from h2dlint.explain import explain_line, parse_location, project_folder
-from h2dlint.files import discover
 from h2dlint.output import FORMATS, count_findings, render, render_errors
-from h2dlint.project import analyse_paths, check_paths
-from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Rule
+from h2dlint.project import analyse_paths, check_paths, fix_paths
+from h2dlint.rules import ALL_RULES, RULES_BY_CODE
 from h2dlint.settings import Settings, UsageError
 from h2dlint.sources import read_bytes
 from h2dlint.terminal import is_terminal, wants_colour, with_progress
@@ -49,7 +48,7 @@ def run_check(args: argparse.Namespace) -> int:
         extend_cold_functions=tuple(args.extend_cold_functions),
     )
     if args.fix or args.diff:
-        return _run_fix(args, settings, enabled_rules(settings))
+        return _run_fix(args, settings)
     results = check_paths(
         args.paths or ["."],
         settings,
@@ -63,15 +62,17 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
 
-def _run_fix(args: argparse.Namespace, settings: Settings, rules: Sequence[Rule]) -> int:
+def _run_fix(args: argparse.Namespace, settings: Settings) -> int:
     """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change."""
-    outcomes = []
-    candidates = discover(args.paths or ["."], args.exclude)
-    for candidate in with_progress(candidates, show=_shows_progress(args)):
-        if candidate.error is not None:
-            outcomes.append(FixOutcome(candidate.path, (), 0, "", "", candidate.error))
-        else:
-            outcomes.append(fix_file(candidate.path, settings, rules, write=not args.diff))
+    outcomes = fix_paths(
+        args.paths or ["."],
+        settings,
+        args.exclude,
+        args.jobs,
+        use_cache=not args.no_cache,
+        write=not args.diff,
+        progress=lambda paths: with_progress(paths, show=_shows_progress(args)),
+    )
     results = [FileResult(o.path, o.remaining, o.error) for o in outcomes]
     fixed = sum(o.fixed for o in outcomes)
     if args.diff:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules, summarize_source
+from h2dlint.autofix import FixOutcome, fix_file
 from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
 from h2dlint.files import Candidate, discover
 from h2dlint.hotness import Heat, Key, propagate
@@ -92,6 +93,34 @@ def analyse_paths(
     with _collector_paused():
         cache = Cache(settings) if use_cache else None
         return analyse(_unique(discover(paths)), settings, jobs, cache, cache.load_last_run() if cache else None)
+
+
+def fix_paths(
+    paths: Sequence[str],
+    settings: Settings,
+    exclude: Sequence[str] = (),
+    jobs: Optional[int] = None,
+    use_cache: bool = True,
+    write: bool = True,
+    progress: Optional[Progress] = None,
+) -> List[FixOutcome]:
+    """Fix what a project check of `paths` finds (write=False: only compute the fixes, for --diff).
+
+    Files with nothing fixable are not touched; the others are re-read and fixed with the heat the project
+    run found for them, so `--fix` fixes exactly the findings `check` reports."""
+    with _collector_paused():
+        cache = Cache(settings) if use_cache else None
+        candidates = discover(paths, exclude)
+        run = analyse(candidates, settings, jobs, cache, cache.load_last_run() if cache else None, progress)
+        return [_fix_result(result, run, settings, write) for result in run.results]
+
+
+def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool) -> FixOutcome:
+    if result.error is not None or not any(d.fix is not None for d in result.diagnostics):
+        return FixOutcome(result.path, result.diagnostics, 0, "", "", result.error)
+    module = run.modules[result.path]
+    known = (module, _file_heat(run.heat, module, run.summaries[result.path]))
+    return fix_file(result.path, settings, write=write, known=known)
 
 
 def _unique(candidates: Sequence[Candidate]) -> List[Candidate]:

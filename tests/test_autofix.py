@@ -143,3 +143,20 @@ def test_the_fix_runs_as_a_libcst_codemod(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert path.read_text(encoding="utf-8") == FIXED
+
+
+def test_fix_fixes_what_the_project_check_reports_across_files(tmp_path, run_cli):
+    (tmp_path / "scheduler.py").write_text(
+        "from batch import make_ids\n\n\ndef forward(reqs, device):\n    return make_ids(reqs, device)\n",
+        encoding="utf-8",
+    )
+    helper = tmp_path / "batch.py"
+    helper.write_text(
+        "import torch\n\n\ndef make_ids(reqs, device):\n    return torch.tensor(reqs, device=device)\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run_cli("check", "--no-cache", str(tmp_path))
+    assert code == 1 and "batch.py:5:12: HTD101" in out  # hot only through scheduler.forward, in another file
+    code, out, _ = run_cli("check", "--fix", "--no-cache", str(tmp_path))
+    assert code == 0 and "Fixed 1 finding." in out
+    assert "return h2d_tensor(reqs, device=device)" in helper.read_text(encoding="utf-8")
