@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
@@ -11,12 +10,11 @@ import libcst as cst
 
 from h2dlint.collector import summarize
 from h2dlint.hotness import function_heat, site_reason
+from h2dlint.noqa import NoqaComments, split_lines
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
-from h2dlint.summary import Fix, Site, Span
-
-NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+from h2dlint.summary import Fix, Span
 
 
 @dataclass(frozen=True)
@@ -44,13 +42,14 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
     candidates = [r for r in rules if r.may_match(text)]
     if "torch" not in text or not candidates:
         return []  # every rule needs a torch import and its trigger words
-    lines = text.splitlines()
+    lines = split_lines(text)
     summary = summarize(_parse(text), lines, candidates)
     heat = function_heat(summary, settings)
+    noqa = NoqaComments(lines)
     found = []
     for site in summary.sites:
         reason = site_reason(site, heat)
-        if reason is not None and not _suppressed(site, lines):
+        if reason is not None and not noqa.suppress(site.code, site.span.row, site.span.end_row):
             found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
 
@@ -87,15 +86,3 @@ def _require_valid_python(text: str) -> None:
         raise SourceError("too deeply nested for Python's parser") from None
     except ValueError as error:
         raise SourceError(str(error)) from None
-
-
-def _suppressed(site: Site, lines: Sequence[str]) -> bool:
-    """`# noqa` or `# noqa: HTD101` on any line of the site suppresses it (codes match by prefix, as flake8)."""
-    for line in lines[site.span.row - 1 : site.span.end_row]:
-        found = NOQA.search(line)
-        if found is None:
-            continue
-        codes = found.group("codes")
-        if codes is None or any(site.code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c):
-            return True
-    return False

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from h2dlint import __version__
 from h2dlint.analyzer import FileResult, check_file, enabled_rules
+from h2dlint.config import Overrides, excluded_by_config, settings_for_path
 from h2dlint.files import discover
-from h2dlint.output import FORMATS, render, render_errors
-from h2dlint.rules import ALL_RULES, RULES_BY_CODE
+from h2dlint.output import FORMATS, render, render_errors, render_statistics
+from h2dlint.rewrite import add_noqa_to_file
+from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, UsageError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -34,23 +36,48 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    settings = Settings(
-        select=tuple(args.select),
+    paths = args.paths or ["."]
+    overrides = Overrides(
+        select=None if args.select is None else tuple(args.select),
         ignore=tuple(args.ignore),
         extend_hot_functions=tuple(args.extend_hot_functions),
         extend_cold_functions=tuple(args.extend_cold_functions),
+        exclude=tuple(args.exclude),
     )
-    rules = enabled_rules(settings)
+    rules_for: Dict[Settings, List[Rule]] = {}
+    for path in paths:  # bad selectors or a broken configuration are usage errors even when no file is checked
+        enabled_rules(settings_for_path(path, overrides))
     results = []
-    for candidate in discover(args.paths or ["."], args.exclude):
+    for candidate in discover(paths, overrides.exclude, excluded_by_config):
         if candidate.error is not None:
             results.append(FileResult(candidate.path, (), candidate.error))
-        else:
-            results.append(check_file(candidate.path, settings, rules))
+            continue
+        settings = settings_for_path(candidate.path, overrides)
+        rules = rules_for.setdefault(settings, enabled_rules(settings))
+        results.append(check_file(candidate.path, settings, rules))
+    if args.add_noqa:
+        return _add_noqa(results)
     sys.stderr.write(render_errors(results))
-    sys.stdout.write(render(results, args.output_format))
+    if args.statistics:
+        sys.stdout.write(render_statistics(results, args.output_format))
+    else:
+        sys.stdout.write(render(results, args.output_format))
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
+def _add_noqa(results: Sequence[FileResult]) -> int:
+    """Suppress every current finding in place, to adopt h2dlint with a clean baseline."""
+    added, errors = 0, [r for r in results if r.error]
+    for result in results:
+        if result.diagnostics:
+            try:
+                added += add_noqa_to_file(result.path, result.diagnostics)
+            except OSError as error:
+                errors.append(FileResult(result.path, (), f"cannot write: {error.strerror or error}"))
+    sys.stderr.write(render_errors(errors))
+    print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    return EXIT_FINDINGS if errors else EXIT_CLEAN
 
 
 def run_rule(args: argparse.Namespace) -> int:
@@ -80,9 +107,16 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="check files and folders (default: .)")
     check.add_argument("paths", nargs="*", metavar="PATH")
-    check.add_argument("--select", type=_codes, default=[], help="codes or prefixes to enable, e.g. HTD101,HTD1")
+    check.add_argument(
+        "--select", type=_codes, default=None,
+        help="codes or prefixes to enable, e.g. HTD101,HTD1; replaces `select` and `ignore` of pyproject.toml",
+    )
     check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
     check.add_argument("--output-format", choices=FORMATS, default="text")
+    check.add_argument("--statistics", action="store_true", help="print the number of findings per code")
+    check.add_argument(
+        "--add-noqa", action="store_true", help="write `# noqa: CODE` comments that suppress every finding"
+    )
     check.add_argument(
         "--exclude", action="append", default=[], metavar="PATTERN", help="a .gitignore-style pattern to skip"
     )

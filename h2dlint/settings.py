@@ -1,6 +1,7 @@
 """What a run is configured to do: which rules, and which functions are hot or cold.
 
-The CLI builds a `Settings` from its flags; every face of h2dlint reads the same object.
+`h2dlint.config` builds a `Settings` from `[tool.h2dlint]` and the command line; every face of h2dlint reads
+the same object.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class Settings:
     extend_cold_functions: Tuple[str, ...] = ()
     # Where fixes import `h2d_tensor` / `h2d_as_tensor` from; a project may vendor the helper.
     helper_module: str = "h2dlint.runtime"
+    # Globs over a receiver as written (`self.input_ids`, `*_gpu`, `*`) naming tensors known to live on an
+    # accelerator; HTD105 reports `x.new_tensor(data)` on them.
+    accelerator_tensors: Tuple[str, ...] = ()
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)
 

@@ -9,18 +9,9 @@ import textwrap
 
 import pytest
 
-from conftest import PYTHON, REFERENCE, ROOT
+from conftest import HOT, HOT_104, PYTHON, REFERENCE, ROOT, write
 
-HOT = "import torch\n\ndef forward(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
-HOT_104 = "import torch\n\ndef step(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"
 CLEAN = "import torch\n\ndef __init__(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
-
-
-def write(folder, name, text):
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def test_clean_file_exits_0(tmp_path, run_cli):
