@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
-import libcst as cst
-
 from h2dlint.collector import summarize
 from h2dlint.hotness import function_heat, site_reason
-from h2dlint.noqa import NoqaComments, split_lines
+from h2dlint.noqa import NoqaComments
+from h2dlint.positions import source_lines
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
@@ -42,7 +42,7 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
     candidates = [r for r in rules if r.may_match(text)]
     if "torch" not in text or not candidates:
         return []  # every rule needs a torch import and its trigger words
-    lines = split_lines(text)
+    lines = source_lines(text)
     summary = summarize(_parse(text), lines, candidates)
     heat = function_heat(summary, settings)
     noqa = NoqaComments(lines)
@@ -66,20 +66,11 @@ def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = 
         return FileResult(path, (), f"internal error ({type(error).__name__}: {error}); please report it")
 
 
-def _parse(text: str) -> cst.Module:
-    _require_valid_python(text)
+def _parse(text: str) -> ast.Module:
     try:
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
-        raise SourceError(f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}") from None
-
-
-def _require_valid_python(text: str) -> None:
-    """Python's own parser guards libcst's: on deeply nested input that Python rejects (say 2,000 nested
-    parentheses) libcst's native parser can crash the whole process. Python's messages are also clearer."""
-    try:
-        ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings (say, invalid escapes) are other tools' business
+            return ast.parse(text)
     except SyntaxError as error:
         raise SourceError(f"syntax error at {error.lineno}:{error.offset}: {error.msg}") from None
     except (RecursionError, MemoryError):

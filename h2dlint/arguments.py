@@ -1,54 +1,53 @@
-"""Reading a call's arguments and literal values from libcst nodes."""
+"""Reading a call's arguments and literal values from `ast` nodes."""
 
 from __future__ import annotations
 
 import ast
 from typing import List, Optional
 
-import libcst as cst
+_CONSTANTS = {"True": True, "False": False, "None": None}
 
 
-def keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
+def keyword_arg(call: ast.Call, name: str) -> Optional[ast.keyword]:
+    for arg in call.keywords:
+        if arg.arg == name:
             return arg
     return None
 
 
-def positional_args(call: cst.Call) -> List[cst.Arg]:
-    """Plain positional arguments, up to the first keyword or `*`/`**` argument."""
+def keyword_value(call: ast.Call, name: str) -> Optional[ast.expr]:
+    """The value passed as keyword `name`, or None when it is not passed by keyword."""
+    arg = keyword_arg(call, name)
+    return None if arg is None else arg.value
+
+
+def positional_args(call: ast.Call) -> List[ast.expr]:
+    """Plain positional arguments, up to the first `*` argument."""
     found = []
     for arg in call.args:
-        if arg.keyword is not None or arg.star:
+        if isinstance(arg, ast.Starred):
             break
         found.append(arg)
     return found
 
 
-def has_star_args(call: cst.Call) -> bool:
-    return any(arg.star for arg in call.args)
+def has_star_args(call: ast.Call) -> bool:
+    return any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords)
 
 
-def string_value(expr: cst.BaseExpression) -> Optional[str]:
+def string_value(expr: ast.expr) -> Optional[str]:
     """The value of a plain string literal (not an f-string), else None."""
-    if isinstance(expr, cst.SimpleString):
-        try:
-            value = ast.literal_eval(expr.value)
-        except (ValueError, SyntaxError):
-            return None
-        return value if isinstance(value, str) else None
-    if isinstance(expr, cst.ConcatenatedString):
-        left, right = string_value(expr.left), string_value(expr.right)
-        return None if left is None or right is None else left + right
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
     return None
 
 
-def is_constant(expr: cst.BaseExpression, *values: str) -> bool:
-    """True for the names `True`, `False` or `None` listed in `values`."""
-    return isinstance(expr, cst.Name) and expr.value in values
+def is_constant(expr: ast.expr, *values: str) -> bool:
+    """True for the constants `True`, `False` or `None` listed in `values`."""
+    return isinstance(expr, ast.Constant) and any(expr.value is _CONSTANTS[v] for v in values)
 
 
-def is_false_literal(expr: cst.BaseExpression) -> bool:
+def is_false_literal(expr: ast.expr) -> bool:
     if is_constant(expr, "False", "None"):
         return True
-    return isinstance(expr, cst.Integer) and expr.value == "0"
+    return isinstance(expr, ast.Constant) and type(expr.value) is int and expr.value == 0

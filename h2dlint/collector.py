@@ -1,28 +1,33 @@
-"""One walk over a libcst tree that builds a `ModuleSummary`: functions, calls between them, and rule matches."""
+"""One walk over an `ast` tree that builds a `ModuleSummary`: functions, calls between them, and rule matches.
+
+The walk visits children in source order (where `ast`'s field order differs: decorators, call arguments,
+dict items, conditional expressions), so calls and sites are recorded in the order they are written.
+"""
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
-
+from h2dlint.positions import span_of
 from h2dlint.rules import Rule
 from h2dlint.scopes import NameResolver, class_bindings, function_bindings, module_bindings
-from h2dlint.summary import MODULE, CallRef, ClassInfo, FunctionInfo, ModuleSummary, Site, Span
+from h2dlint.summary import MODULE, CallRef, ClassInfo, FunctionInfo, ModuleSummary, Site
 
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _GRAPH_CAPTURE = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 
+_Scope = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
+_Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 
-def summarize(module: cst.Module, lines: Sequence[str], rules: Sequence[Rule]) -> ModuleSummary:
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    collector = _Collector(wrapper.resolve(PositionProvider), lines, rules)
-    module.visit(collector)
+
+def summarize(module: ast.Module, lines: Sequence[str], rules: Sequence[Rule]) -> ModuleSummary:
+    """`lines` are the source's lines as Python numbers them (see `positions.source_lines`)."""
+    collector = _Collector(lines, rules)
+    collector.run(module)
     return collector.summary
 
 
@@ -42,50 +47,91 @@ class _Frame:
     loops: List[Tuple[str, int]] = field(default_factory=list)
 
 
-class _Collector(cst.CSTVisitor):
-    def __init__(self, positions: Dict[cst.CSTNode, CodeRange], lines: Sequence[str], rules: Sequence[Rule]):
+class _Collector:
+    def __init__(self, lines: Sequence[str], rules: Sequence[Rule]):
         self.summary = ModuleSummary()
-        self._positions = positions
         self._lines = lines
         self._rules = rules
         self._names = NameResolver()
         self._frames: List[_Frame] = []
-        self._loop_regions: Dict[int, Tuple[str, int]] = {}
         self._captures: List[bool] = []  # one entry per enclosing `with`: does it capture a CUDA graph?
+
+    def run(self, module: ast.Module) -> None:
+        self._names.push(module_bindings(module))
+        self._frames.append(_Frame("module", ""))
+        self._visit_all(module.body)
+
+    # --- the walk -----------------------------------------------------------------------------------------
+
+    def _visit(self, node: ast.AST) -> None:
+        handler = _HANDLERS.get(type(node))
+        if handler is not None:
+            handler(self, node)
+        else:
+            self._visit_all(ast.iter_child_nodes(node))
+
+    def _visit_all(self, nodes: Iterable[ast.AST]) -> None:
+        for node in nodes:
+            self._visit(node)
+
+    def _visit_optional(self, node: Optional[ast.AST]) -> None:
+        if node is not None:
+            self._visit(node)
+
+    def _visit_in_region(self, nodes: Iterable[ast.AST], region: Tuple[str, int]) -> None:
+        """Visit `nodes` as code that runs once per iteration of a loop or comprehension."""
+        loops = self._frames[-1].loops
+        loops.append(region)
+        self._visit_all(nodes)
+        loops.pop()
 
     # --- scopes -------------------------------------------------------------------------------------------
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self._names.push(module_bindings(node))
-        self._frames.append(_Frame("module", ""))
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        qualname = self._child_qualname(node.name.value)
-        bases = tuple(_last_name(arg.value) for arg in node.bases if arg.keyword is None)
-        marker = find_marker(self._lines, self._line(node), self._header_end(node))
+    def _visit_class(self, node: ast.ClassDef) -> None:
+        qualname = self._child_qualname(node.name)
+        bases = tuple(_last_name(base) for base in node.bases)
+        marker = find_marker(self._lines, node.lineno, self._header_end(node))
         self.summary.classes[qualname] = ClassInfo(qualname, tuple(b for b in bases if b), marker)
         self._names.push(class_bindings(node))
         self._frames.append(_Frame("class", qualname, loops=list(self._frames[-1].loops)))
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._visit_all(node.decorator_list)
+        self._visit_all(node.bases)
+        self._visit_all(node.keywords)
+        self._visit_all(node.body)
         self._leave_scope()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        qualname = self._child_qualname(node.name.value)
+    def _visit_function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        qualname = self._child_qualname(node.name)
         enclosing, owner = self._frames[-1], self._owner()
         self.summary.functions[qualname] = FunctionInfo(
             qualname=qualname,
-            name=node.name.value,
-            line=self._line(node),
+            name=node.name,
+            line=node.lineno,
             class_qualname=enclosing.qualname if enclosing.kind == "class" else None,
             parent=owner if owner != MODULE else None,
-            marker=find_marker(self._lines, self._line(node), self._header_end(node)),
+            marker=find_marker(self._lines, node.lineno, self._header_end(node)),
         )
         self._names.push(function_bindings(node))
         self._frames.append(_Frame("function", qualname))
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        # Decorators, defaults and annotations count as the function's own code, as they always have.
+        self._visit_all(node.decorator_list)
+        self._visit_arguments(node.args)
+        self._visit_optional(node.returns)
+        self._visit_all(node.body)
         self._leave_scope()
+
+    def _visit_arguments(self, args: ast.arguments) -> None:
+        """Annotations and defaults in source order: each parameter's annotation, then its default."""
+        positional = [*args.posonlyargs, *args.args]
+        defaults: List[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        parts: List[Optional[ast.AST]] = []
+        for arg, default in zip(positional, defaults):
+            parts += [arg.annotation, default]
+        parts.append(args.vararg.annotation if args.vararg else None)
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+            parts += [arg.annotation, default]
+        parts.append(args.kwarg.annotation if args.kwarg else None)
+        self._visit_all(part for part in parts if part is not None)
 
     def _leave_scope(self) -> None:
         self._names.pop()
@@ -108,59 +154,63 @@ class _Collector(cst.CSTVisitor):
 
     # --- loops: only the parts that run once per iteration ---------------------------------------------------
 
-    def visit_For(self, node: cst.For) -> None:
-        self._loop_regions[id(node.body)] = ("loop", self._line(node))
+    def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
+        self._visit(node.target)
+        self._visit(node.iter)
+        self._visit_in_region(node.body, ("loop", node.lineno))
+        self._visit_all(node.orelse)
 
-    def visit_While(self, node: cst.While) -> None:
-        region = ("loop", self._line(node))
-        self._loop_regions[id(node.test)] = region
-        self._loop_regions[id(node.body)] = region
+    def _visit_while(self, node: ast.While) -> None:
+        self._visit_in_region([node.test, *node.body], ("loop", node.lineno))
+        self._visit_all(node.orelse)
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, _COMPREHENSIONS):
-            self._mark_comprehension(node)
-        region = self._loop_regions.get(id(node))
-        if region is not None:
-            self._frames[-1].loops.append(region)
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        if self._loop_regions.pop(id(original_node), None) is not None:
-            self._frames[-1].loops.pop()
-
-    def _mark_comprehension(self, node: cst.BaseComp) -> None:
-        region = ("comprehension", self._line(node))
-        per_item: List[cst.CSTNode] = [node.key, node.value] if isinstance(node, cst.DictComp) else [node.elt]
-        per_item.extend(node.for_in.ifs)
-        if node.for_in.inner_for_in is not None:
-            per_item.append(node.for_in.inner_for_in)
-        for part in per_item:
-            self._loop_regions[id(part)] = region
+    def _visit_comprehension(self, node: _Comprehension) -> None:
+        """The element and the filters run per item; the outermost iterable runs once."""
+        # A generator's parentheses may be a call's (`sum(x for x in y)`), so it is placed at its element.
+        line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
+        region = ("comprehension", line)
+        first, *inner = node.generators
+        self._visit_in_region([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt], region)
+        self._visit(first.target)
+        self._visit(first.iter)
+        self._visit_in_region([*first.ifs, *inner], region)
 
     # --- CUDA-graph capture blocks -------------------------------------------------------------------------
 
-    def visit_With(self, node: cst.With) -> None:
-        self._captures.append(any(self._is_graph_capture(item.item) for item in node.items))
-
-    def leave_With(self, original_node: cst.With) -> None:
+    def _visit_with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
+        self._captures.append(any(self._is_graph_capture(item.context_expr) for item in node.items))
+        self._visit_all(node.items)
+        self._visit_all(node.body)
         self._captures.pop()
 
-    def _is_graph_capture(self, expr: cst.BaseExpression) -> bool:
-        return isinstance(expr, cst.Call) and self._names.qualify(expr.func) in _GRAPH_CAPTURE
+    def _is_graph_capture(self, expr: ast.expr) -> bool:
+        return isinstance(expr, ast.Call) and self._names.qualify(expr.func) in _GRAPH_CAPTURE
+
+    # --- expressions whose fields are not in source order ----------------------------------------------------
+
+    def _visit_dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values):
+            self._visit_optional(key)  # None for `**mapping`
+            self._visit(value)
+
+    def _visit_if_expression(self, node: ast.IfExp) -> None:
+        self._visit(node.body)
+        self._visit(node.test)
+        self._visit(node.orelse)
 
     # --- calls --------------------------------------------------------------------------------------------
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def _visit_call(self, node: ast.Call) -> None:
         self._record_call_ref(node)
         for rule in self._rules:
             found = rule.match(node, self._names)
             if found is not None:
                 self._record_site(rule, found.node, found.problem, found.remedy)
+        self._visit(node.func)
+        self._visit_all(_arguments_in_source_order(node))
 
-    def _record_site(self, rule: Rule, node: cst.CSTNode, problem: str, remedy: str) -> None:
-        where = self._positions[node]
-        span = Span(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+    def _record_site(self, rule: Rule, node: ast.AST, problem: str, remedy: str) -> None:
+        span = span_of(node, self._lines)
         loops = self._frames[-1].loops
         self.summary.sites.append(
             Site(
@@ -175,7 +225,7 @@ class _Collector(cst.CSTVisitor):
             )
         )
 
-    def _record_call_ref(self, node: cst.Call) -> None:
+    def _record_call_ref(self, node: ast.Call) -> None:
         ref = _call_target(node.func)
         if ref is None:
             return
@@ -187,44 +237,89 @@ class _Collector(cst.CSTVisitor):
                 kind=kind,
                 name=name,
                 owner=owner,
-                line=self._line(node),
+                line=node.lineno,
                 loop_line=loops[-1][1] if loops else None,
             )
         )
 
     # --- positions ----------------------------------------------------------------------------------------
 
-    def _line(self, node: cst.CSTNode) -> int:
-        return self._positions[node].start.line
+    def _header_end(self, node: _Scope) -> int:
+        """The last line of a `def`/`class` header (the line of its `:`), where a marker comment may sit."""
+        row, column = _header_tail_start(node)
+        for index in range(row, min(node.body[0].lineno, len(self._lines)) + 1):
+            line = self._lines[index - 1]
+            code = line.encode("utf-8")[column:].decode("utf-8", errors="replace") if index == row else line
+            if ":" in code.split("#", 1)[0]:
+                return index
+        return node.body[0].lineno
 
-    def _header_end(self, node: cst.CSTNode) -> int:
-        """The last line of a `def`/`class` header, where a trailing marker comment may sit."""
-        body = node.body  # type: ignore[attr-defined]
-        if isinstance(body, cst.IndentedBlock) and body.body:
-            first = body.body[0]
-            return self._positions[first].start.line - len(getattr(first, "leading_lines", ())) - 1
-        return self._positions[body].start.line
+
+def _header_tail_start(node: _Scope) -> Tuple[int, int]:
+    """Where the last part of a header that may contain `:` or `#` of its own ends (row, byte offset):
+    after that, only `)`, `->`, `:` and comments remain."""
+    if isinstance(node, ast.ClassDef):
+        parts: List[ast.AST] = [*node.bases, *(k.value for k in node.keywords)]
+    else:
+        args = node.args
+        parts = [
+            *(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.annotation),
+            *args.defaults,
+            *(d for d in args.kw_defaults if d is not None),
+            *(a.annotation for a in (args.vararg, args.kwarg) if a is not None and a.annotation),
+            *([node.returns] if node.returns is not None else []),
+        ]
+    if not parts:
+        return node.lineno, node.col_offset
+    last = max(parts, key=lambda p: (p.end_lineno, p.end_col_offset))  # type: ignore[attr-defined]
+    return last.end_lineno, last.end_col_offset  # type: ignore[attr-defined]
 
 
-def _call_target(func: cst.BaseExpression) -> Optional[Tuple[str, str, Optional[str]]]:
+def _arguments_in_source_order(node: ast.Call) -> List[ast.AST]:
+    # `f(a, k=1, *rest)`: a starred argument may follow a keyword.
+    if node.keywords and any(isinstance(arg, ast.Starred) for arg in node.args):
+        return sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))  # type: ignore
+    return [*node.args, *node.keywords]
+
+
+def _call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
     """How a call may name a function of this module: (kind, name, owner class)."""
-    if isinstance(func, cst.Name):
-        return ("name", func.value, None)
-    if not isinstance(func, cst.Attribute):
+    if isinstance(func, ast.Name):
+        return ("name", func.id, None)
+    if not isinstance(func, ast.Attribute):
         return None
-    receiver, attr = func.value, func.attr.value
-    if isinstance(receiver, cst.Name):
-        if receiver.value in ("self", "cls"):
+    receiver, attr = func.value, func.attr
+    if isinstance(receiver, ast.Name):
+        if receiver.id in ("self", "cls"):
             return ("self", attr, None)
-        return ("attr", attr, receiver.value)
-    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
+        return ("attr", attr, receiver.id)
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
         return ("super", attr, None)
     return None
 
 
-def _last_name(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
+def _last_name(expr: ast.expr) -> str:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
     return ""
+
+
+_HANDLERS: Dict[type, Callable[[_Collector, ast.AST], None]] = {
+    ast.ClassDef: _Collector._visit_class,
+    ast.FunctionDef: _Collector._visit_function,
+    ast.AsyncFunctionDef: _Collector._visit_function,
+    ast.For: _Collector._visit_for,
+    ast.AsyncFor: _Collector._visit_for,
+    ast.While: _Collector._visit_while,
+    ast.ListComp: _Collector._visit_comprehension,
+    ast.SetComp: _Collector._visit_comprehension,
+    ast.GeneratorExp: _Collector._visit_comprehension,
+    ast.DictComp: _Collector._visit_comprehension,
+    ast.With: _Collector._visit_with,
+    ast.AsyncWith: _Collector._visit_with,
+    ast.Dict: _Collector._visit_dict,
+    ast.IfExp: _Collector._visit_if_expression,
+    ast.Call: _Collector._visit_call,
+}  # type: ignore[dict-item]

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Optional
 
-import libcst as cst
-
-from h2dlint.arguments import has_star_args, is_constant, is_false_literal, keyword_arg, positional_args, string_value
+from h2dlint.arguments import (
+    has_star_args,
+    is_constant,
+    is_false_literal,
+    keyword_arg,
+    keyword_value,
+    positional_args,
+    string_value,
+)
 from h2dlint.scopes import NameResolver
 
 HOST_DEVICE_TYPES = frozenset({"cpu", "meta"})
@@ -32,48 +39,53 @@ TORCH_DTYPES = frozenset(
 )
 
 
-def device_type(expr: cst.BaseExpression, names: NameResolver) -> Optional[str]:
+def device_type(expr: ast.expr, names: NameResolver) -> Optional[str]:
     """`"cuda"` for `"cuda:0"` or `torch.device("cuda", 0)`; `""` for a literal None; None when not a literal."""
     if is_constant(expr, "None"):
         return ""
     literal = string_value(expr)
     if literal is not None:
         return literal.split(":")[0].strip()
-    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
-        type_arg = keyword_arg(expr, "type") or next(iter(positional_args(expr)), None)
+    if isinstance(expr, ast.Call) and names.qualify(expr.func) == "torch.device":
+        type_arg = keyword_value(expr, "type") or next(iter(positional_args(expr)), None)
         if type_arg is not None:
-            literal = string_value(type_arg.value)
+            literal = string_value(type_arg)
             return None if literal is None else literal.split(":")[0].strip()
     return None
 
 
-def is_host_device(expr: cst.BaseExpression, names: NameResolver) -> bool:
+def is_host_device(expr: ast.expr, names: NameResolver) -> bool:
     """True for a device that is certainly not an accelerator: `"cpu"`, `torch.device("cpu")`, `"meta"`, None."""
     kind = device_type(expr, names)
     return kind == "" or kind in HOST_DEVICE_TYPES
 
 
-def looks_like_dtype(expr: cst.BaseExpression, names: NameResolver) -> bool:
+def looks_like_dtype(expr: ast.expr, names: NameResolver) -> bool:
     if names.qualify(expr) in TORCH_DTYPES:
         return True
-    last = expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")
-    return isinstance(last, str) and "dtype" in last.lower()
+    if isinstance(expr, ast.Attribute):
+        last = expr.attr
+    elif isinstance(expr, ast.Name):
+        last = expr.id
+    else:
+        last = string_value(expr) or ""
+    return "dtype" in last.lower()
 
 
-def host_built_tensor(expr: cst.BaseExpression, names: NameResolver) -> Optional[cst.Call]:
+def host_built_tensor(expr: ast.expr, names: NameResolver) -> Optional[ast.Call]:
     """The constructor call when `expr` is a tensor just built in pageable host memory, else None.
 
     `expr` may be the call itself, host-preserving methods on it (`.long()`, `.view(...)`), or a local
     variable that the function assigns exactly once from such an expression.
     """
-    if isinstance(expr, cst.Name):
-        value = names.local_value(expr.value)
-        if value is None or isinstance(value, cst.Name):
+    if isinstance(expr, ast.Name):
+        value = names.local_value(expr.id)
+        if value is None or isinstance(value, ast.Name):
             return None
         expr = value
     while _is_host_preserving_call(expr):
         expr = expr.func.value  # type: ignore[attr-defined]
-    if not isinstance(expr, cst.Call) or names.qualify(expr.func) not in DATA_CONSTRUCTORS:
+    if not isinstance(expr, ast.Call) or names.qualify(expr.func) not in DATA_CONSTRUCTORS:
         return None
     if has_star_args(expr):
         return None  # `**kwargs` may carry a device or pin_memory
@@ -86,11 +98,11 @@ def host_built_tensor(expr: cst.BaseExpression, names: NameResolver) -> Optional
     return expr
 
 
-def _is_host_preserving_call(expr: cst.BaseExpression) -> bool:
+def _is_host_preserving_call(expr: ast.expr) -> bool:
     return (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in HOST_PRESERVING_METHODS
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in HOST_PRESERVING_METHODS
         and keyword_arg(expr, "device") is None
     )
 
@@ -99,22 +111,22 @@ def _is_host_preserving_call(expr: cst.BaseExpression) -> bool:
 class DeviceCopy:
     """`receiver.to(device, ...)` or `receiver.cuda(...)`, moving a tensor to an accelerator."""
 
-    receiver: cst.BaseExpression
+    receiver: ast.expr
     method: str
     non_blocking: bool
 
 
-def device_copy(call: cst.Call, names: NameResolver) -> Optional[DeviceCopy]:
+def device_copy(call: ast.Call, names: NameResolver) -> Optional[DeviceCopy]:
     """Describe `call` when it copies its receiver to a (possibly) accelerator device, else None."""
-    if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in ("to", "cuda"):
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in ("to", "cuda"):
         return None
-    method = call.func.attr.value
+    method = call.func.attr
     positional = positional_args(call)
     if method == "to":
-        device = keyword_arg(call, "device")
-        if device is None and positional and not looks_like_dtype(positional[0].value, names):
+        device = keyword_value(call, "device")
+        if device is None and positional and not looks_like_dtype(positional[0], names):
             device = positional[0]
-        if device is None or is_host_device(device.value, names):
+        if device is None or is_host_device(device, names):
             return None  # a dtype conversion, or a copy to the host
         flag_positions = (1, 2)
     else:
@@ -124,6 +136,6 @@ def device_copy(call: cst.Call, names: NameResolver) -> Optional[DeviceCopy]:
         non_blocking = not is_false_literal(flag.value)
     else:
         non_blocking = any(
-            i < len(positional) and is_constant(positional[i].value, "True") for i in flag_positions
+            i < len(positional) and is_constant(positional[i], "True") for i in flag_positions
         )
     return DeviceCopy(receiver=call.func.value, method=method, non_blocking=non_blocking)

@@ -2,17 +2,18 @@
 
 A scope (module, class or function) records the torch imports made in it and every other name it binds.
 A name is torch only when the nearest scope that binds it binds it to a torch import and nothing else.
-This is cheaper than libcst's ScopeProvider and QualifiedNameProvider, and enough for call-site matching.
+This is much cheaper than libcst's ScopeProvider and QualifiedNameProvider, and enough for call-site matching.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Union
 
-import libcst as cst
-
 TORCH = "torch"
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Bindings:
     other: Set[str] = field(default_factory=set)
     is_class: bool = False
     # For function scopes: names bound exactly once, by a plain `name = value`, and that value.
-    single_values: Dict[str, cst.BaseExpression] = field(default_factory=dict)
+    single_values: Dict[str, ast.expr] = field(default_factory=dict)
 
     def lookup(self, name: str) -> Optional[str]:
         """The qualified torch name for `name`, "" when this scope binds it to something else, None if unbound."""
@@ -32,17 +33,17 @@ class Bindings:
         return self.torch_aliases.get(name)
 
 
-def module_bindings(module: cst.Module) -> Bindings:
+def module_bindings(module: ast.Module) -> Bindings:
     collector = _BindingCollector(module_level=True)
-    for statement in module.body:
-        statement.visit(collector)
+    collector.visit_all(module.body)
     return collector.bindings
 
 
-def function_bindings(node: cst.FunctionDef) -> Bindings:
+def function_bindings(node: FunctionNode) -> Bindings:
     collector = _BindingCollector(module_level=False)
-    node.params.visit(_ParamCollector(collector))
-    node.body.visit(collector)
+    for name in parameter_names(node.args):
+        collector.bind(name)
+    collector.visit_all(node.body)
     collector.bindings.other -= collector.declared_global
     collector.bindings.single_values = {
         name: value
@@ -52,11 +53,17 @@ def function_bindings(node: cst.FunctionDef) -> Bindings:
     return collector.bindings
 
 
-def class_bindings(node: cst.ClassDef) -> Bindings:
+def class_bindings(node: ast.ClassDef) -> Bindings:
     collector = _BindingCollector(module_level=False)
-    node.body.visit(collector)
+    collector.visit_all(node.body)
     collector.bindings.is_class = True
     return collector.bindings
+
+
+def parameter_names(args: ast.arguments) -> Iterable[str]:
+    for arg in (*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg):
+        if arg is not None:
+            yield arg.arg
 
 
 class NameResolver:
@@ -83,148 +90,154 @@ class NameResolver:
                 return found or None
         return None
 
-    def local_value(self, name: str) -> Optional[cst.BaseExpression]:
+    def local_value(self, name: str) -> Optional[ast.expr]:
         """The value of `name` when the current function binds it once, by a plain assignment."""
         if not self._scopes:
             return None
         return self._scopes[-1].single_values.get(name)
 
-    def qualify(self, expr: cst.BaseExpression) -> Optional[str]:
+    def qualify(self, expr: ast.expr) -> Optional[str]:
         """`torch.tensor` for `th.tensor`, `tensor` (from torch import tensor), ...; None when not torch."""
-        if isinstance(expr, cst.Name):
-            return self.resolve_name(expr.value)
-        if isinstance(expr, cst.Attribute):
+        if isinstance(expr, ast.Name):
+            return self.resolve_name(expr.id)
+        if isinstance(expr, ast.Attribute):
             base = self.qualify(expr.value)
-            return f"{base}.{expr.attr.value}" if base else None
+            return f"{base}.{expr.attr}" if base else None
         return None
 
 
-def _dotted(expr: Union[cst.BaseExpression, cst.Attribute, cst.Name]) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return f"{_dotted(expr.value)}.{expr.attr.value}"
-    return ""
-
-
-def _target_names(target: cst.BaseExpression) -> Iterable[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
+def _target_names(target: ast.expr) -> Iterable[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+    elif isinstance(target, ast.Starred):
         yield from _target_names(target.value)
 
 
-class _ParamCollector(cst.CSTVisitor):
-    def __init__(self, collector: "_BindingCollector") -> None:
-        self.collector = collector
-
-    def visit_Param(self, node: cst.Param) -> bool:
-        self.collector._bind(node.name.value)
-        return False  # defaults and annotations are evaluated in the enclosing scope
-
-
-class _BindingCollector(cst.CSTVisitor):
+class _BindingCollector:
     """Collects the names bound directly in one scope, without entering nested scopes."""
 
     def __init__(self, module_level: bool) -> None:
         self.bindings = Bindings()
         self.declared_global: Set[str] = set()
         self.counts: Dict[str, int] = {}
-        self.values: Dict[str, cst.BaseExpression] = {}
+        self.values: Dict[str, ast.expr] = {}
         self._module_level = module_level
         self._except_depth = 0
 
-    def _bind(self, name: str) -> None:
+    def bind(self, name: str) -> None:
         self.counts[name] = self.counts.get(name, 0) + 1
         # `try: import torch / except ImportError: torch = None` keeps torch meaning torch at module level.
         if self._module_level and self._except_depth:
             return
         self.bindings.other.add(name)
 
-    def _bind_targets(self, target: cst.BaseExpression) -> None:
+    def visit_all(self, nodes: Iterable[ast.AST]) -> None:
+        for node in nodes:
+            self.visit(node)
+
+    def visit(self, node: ast.AST) -> None:
+        handler = _BINDERS.get(type(node))
+        if handler is None or handler(self, node):
+            for child in ast.iter_child_nodes(node):
+                self.visit(child)
+
+    # Each binder records what `node` binds and returns whether to visit its children.
+
+    def _bind_targets(self, target: ast.expr) -> None:
         for name in _target_names(target):
-            self._bind(name)
+            self.bind(name)
 
-    # Nested scopes bind their own name here, and nothing else.
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self._bind(node.name.value)
+    def _nested_scope(self, node: "ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef") -> bool:
+        self.bind(node.name)  # a nested scope binds its own name here, and nothing else
         return False
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self._bind(node.name.value)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+    def _except_handler(self, node: ast.ExceptHandler) -> bool:
         if node.name is not None:
-            self._bind_targets(node.name.name)
+            self.bind(node.name)
         self._except_depth += 1
-
-    def leave_ExceptHandler(self, original_node: cst.ExceptHandler) -> None:
+        for child in ast.iter_child_nodes(node):
+            self.visit(child)
         self._except_depth -= 1
+        return False
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def _assign(self, node: ast.Assign) -> bool:
         for target in node.targets:
-            self._bind_targets(target.target)
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            self.values[node.targets[0].target.value] = node.value
+            self._bind_targets(target)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.values[node.targets[0].id] = node.value
+        return True
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+    def _assign_target(self, node: "ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For") -> bool:
         self._bind_targets(node.target)
+        return True
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind_targets(node.target)
+    def _with_item(self, node: ast.withitem) -> bool:
+        if node.optional_vars is not None:
+            self._bind_targets(node.optional_vars)
+        return True
 
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind_targets(node.target)
+    def _delete(self, node: ast.Delete) -> bool:
+        for target in node.targets:
+            self._bind_targets(target)
+        return True
 
-    def visit_For(self, node: cst.For) -> None:
-        self._bind_targets(node.target)
+    def _match_as(self, node: ast.AST) -> bool:
+        name = getattr(node, "name", None)
+        if name is not None:
+            self.bind(name)
+        return True
 
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind_targets(node.asname.name)
+    def _global(self, node: "ast.Global | ast.Nonlocal") -> bool:
+        self.declared_global.update(node.names)
+        return False
 
-    def visit_Del(self, node: cst.Del) -> None:
-        self._bind_targets(node.target)
-
-    def visit_MatchAs(self, node: cst.MatchAs) -> None:
-        if node.name is not None:
-            self._bind(node.name.value)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.declared_global.update(item.name.value for item in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.declared_global.update(item.name.value for item in node.names)
-
-    def visit_Import(self, node: cst.Import) -> None:
+    def _import(self, node: ast.Import) -> bool:
         for alias in node.names:
-            module = _dotted(alias.name)
             if alias.asname is not None:
-                bound = _dotted(alias.asname.name)
-                self._bind_import(bound, module)
+                self._bind_import(alias.asname, alias.name)
             else:
-                top = module.split(".")[0]
+                top = alias.name.split(".")[0]
                 self._bind_import(top, top)
+        return False
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        module = _dotted(node.module)
+    def _import_from(self, node: ast.ImportFrom) -> bool:
+        if node.level or node.module is None:
+            return False
         for alias in node.names:
-            imported = _dotted(alias.name)
-            bound = _dotted(alias.asname.name) if alias.asname is not None else imported
-            self._bind_import(bound, f"{module}.{imported}")
+            if alias.name == "*":
+                return False
+            self._bind_import(alias.asname or alias.name, f"{node.module}.{alias.name}")
+        return False
 
     def _bind_import(self, bound: str, qualified: str) -> None:
         self.counts[bound] = self.counts.get(bound, 0) + 1
         if qualified == TORCH or qualified.startswith(TORCH + "."):
             self.bindings.torch_aliases[bound] = qualified
         else:
-            self._bind(bound)
+            self.bind(bound)
+
+
+_BINDERS = {
+    ast.FunctionDef: _BindingCollector._nested_scope,
+    ast.AsyncFunctionDef: _BindingCollector._nested_scope,
+    ast.ClassDef: _BindingCollector._nested_scope,
+    ast.Lambda: lambda collector, node: False,
+    ast.ExceptHandler: _BindingCollector._except_handler,
+    ast.Assign: _BindingCollector._assign,
+    ast.AnnAssign: _BindingCollector._assign_target,
+    ast.AugAssign: _BindingCollector._assign_target,
+    ast.NamedExpr: _BindingCollector._assign_target,
+    ast.For: _BindingCollector._assign_target,
+    ast.AsyncFor: _BindingCollector._assign_target,
+    ast.withitem: _BindingCollector._with_item,
+    ast.Delete: _BindingCollector._delete,
+    ast.Global: _BindingCollector._global,
+    ast.Nonlocal: _BindingCollector._global,
+    ast.Import: _BindingCollector._import,
+    ast.ImportFrom: _BindingCollector._import_from,
+}
+if hasattr(ast, "MatchAs"):  # Python 3.10+
+    _BINDERS[ast.MatchAs] = _BindingCollector._match_as

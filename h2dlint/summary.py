@@ -1,6 +1,6 @@
 """What one file holds, as far as hotness is concerned: its functions, the calls they make, and its H2D sites.
 
-These are plain records, built by `collector.py` from a libcst tree and read by `hotness.py`.
+These are plain records, built by `collector.py` from an `ast` tree and read by `hotness.py`.
 """
 
 from __future__ import annotations

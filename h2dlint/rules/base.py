@@ -6,11 +6,10 @@ is decided once for all rules by `h2dlint.hotness`.
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Sequence, Tuple
-
-import libcst as cst
 
 from h2dlint.scopes import NameResolver
 
@@ -19,7 +18,7 @@ from h2dlint.scopes import NameResolver
 class Match:
     """What a rule found at one call: the node to report, what happens, and what to use instead."""
 
-    node: cst.CSTNode
+    node: ast.AST
     problem: str
     remedy: str
 
@@ -58,7 +57,7 @@ class Rule:
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
-    def match(self, call: cst.Call, names: NameResolver) -> Optional[Match]:
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
         raise NotImplementedError
 
     @classmethod

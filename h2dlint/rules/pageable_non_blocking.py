@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
-
-import libcst as cst
 
 from h2dlint.constructs import device_copy, host_built_tensor
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
@@ -104,11 +103,11 @@ class PageableNonBlocking(Rule):
         ),
     )
 
-    def match(self, call: cst.Call, names: NameResolver) -> Optional[Match]:
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
         copy = device_copy(call, names)
         if copy is None or not copy.non_blocking or host_built_tensor(copy.receiver, names) is None:
             return None
-        source = f"`{copy.receiver.value}`, " if isinstance(copy.receiver, cst.Name) else ""
+        source = f"`{copy.receiver.id}`, " if isinstance(copy.receiver, ast.Name) else ""
         return Match(
             node=call,
             problem=f"`.{copy.method}(..., non_blocking=True)` copies {source}a tensor just built in pageable"

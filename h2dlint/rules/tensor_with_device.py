@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
-
-import libcst as cst
 
 from h2dlint.arguments import keyword_arg
 from h2dlint.constructs import is_host_device
@@ -110,7 +109,7 @@ class TensorWithDevice(Rule):
         ),
     )
 
-    def match(self, call: cst.Call, names: NameResolver) -> Optional[Match]:
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
         if names.qualify(call.func) != "torch.tensor":
             return None
         device = keyword_arg(call, "device")

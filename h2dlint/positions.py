@@ -1,0 +1,43 @@
+"""Positions of `ast` nodes as h2dlint reports them: 1-based rows, 1-based columns counted in characters.
+
+`ast` gives columns as UTF-8 byte offsets; a line with non-ASCII text before a node would shift every column
+after it, so offsets are converted with the line's own text.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import List, Sequence
+
+from h2dlint.summary import Span
+
+# Python's own line breaks. `str.splitlines` also splits on form feeds and other separators that Python
+# treats as ordinary whitespace, which would shift every row after them.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> List[str]:
+    """The lines of `text` as Python numbers them (index 0 is row 1), without their line breaks."""
+    lines = _LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def char_column(lines: Sequence[str], row: int, byte_offset: int) -> int:
+    """The 0-based character column of a UTF-8 byte offset on 1-based row `row`."""
+    if row > len(lines):
+        return byte_offset
+    line = lines[row - 1]
+    if line.isascii():
+        return byte_offset
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
+
+
+def span_of(node: ast.AST, lines: Sequence[str]) -> Span:
+    """The span of `node` (end exclusive), for any node with a position: expressions and statements."""
+    row, end_row = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+    column = char_column(lines, row, node.col_offset)  # type: ignore[attr-defined]
+    end_column = char_column(lines, end_row, node.end_col_offset)  # type: ignore[attr-defined]
+    return Span(row, column + 1, end_row, end_column + 1)
