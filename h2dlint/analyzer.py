@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from h2dlint.collector import summarize
-from h2dlint.hotness import function_heat, site_reason
+from h2dlint.hotness import function_heat, mark_captured, site_reason
 from h2dlint.noqa import NoqaComments
 from h2dlint.positions import source_lines
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
@@ -33,7 +33,7 @@ class FileResult:
 
 
 def enabled_rules(settings: Settings) -> List[Rule]:
-    return [RULES_BY_CODE[code]() for code in selected_codes(ALL_CODES, settings.select, settings.ignore)]
+    return [RULES_BY_CODE[code](settings) for code in selected_codes(ALL_CODES, settings.select, settings.ignore)]
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
@@ -44,11 +44,12 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
         return []  # every rule needs a torch import and its trigger words
     lines = source_lines(text)
     summary = summarize(_parse(text), lines, candidates)
+    mark_captured(summary)
     heat = function_heat(summary, settings)
     noqa = NoqaComments(lines)
     found = []
     for site in summary.sites:
-        reason = site_reason(site, heat)
+        reason = site.capture if RULES_BY_CODE[site.code].reports_capture else site_reason(site, heat)
         if reason is not None and not noqa.suppress(site.code, site.span.row, site.span.end_row):
             found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))

@@ -54,7 +54,7 @@ class _Collector:
         self._rules = rules
         self._names = NameResolver()
         self._frames: List[_Frame] = []
-        self._captures: List[bool] = []  # one entry per enclosing `with`: does it capture a CUDA graph?
+        self._captures: List[int] = []  # the lines of the enclosing `with torch.cuda.graph(...)` blocks
 
     def run(self, module: ast.Module) -> None:
         self._names.push(module_bindings(module))
@@ -178,8 +178,11 @@ class _Collector:
     # --- CUDA-graph capture blocks -------------------------------------------------------------------------
 
     def _visit_with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
-        self._captures.append(any(self._is_graph_capture(item.context_expr) for item in node.items))
         self._visit_all(node.items)
+        if not any(self._is_graph_capture(item.context_expr) for item in node.items):
+            self._visit_all(node.body)
+            return
+        self._captures.append(node.lineno)
         self._visit_all(node.body)
         self._captures.pop()
 
@@ -221,7 +224,8 @@ class _Collector:
                 function=self._owner(),
                 loop=loops[-1] if loops else None,
                 marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
-                in_graph_capture=any(self._captures),
+                in_graph_capture=bool(self._captures),
+                capture=f"inside `with torch.cuda.graph(...)` at line {self._captures[0]}" if self._captures else None,
             )
         )
 
@@ -239,6 +243,7 @@ class _Collector:
                 owner=owner,
                 line=node.lineno,
                 loop_line=loops[-1][1] if loops else None,
+                capture_line=self._captures[0] if self._captures else None,
             )
         )
 

@@ -10,7 +10,8 @@ resolving to this module), is called in a loop, or is nested in a hot function. 
 calls transitively; the shortest chain is kept, so messages can name it.
 
 A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site
-inside a `with torch.cuda.graph(...)` block is capture, so it is cold.
+that runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function such a
+block calls, transitively) is cold: capture runs once, and HTD106 reports it instead (`mark_captured`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,37 @@ def site_reason(site: Site, heat: Dict[str, Heat]) -> Optional[str]:
         where = f"in a {kind} at line {line}"
         return f"{where}; {owner.reason}" if owner is not None else where
     return owner.reason if owner is not None else None
+
+
+def mark_captured(summary: ModuleSummary) -> None:
+    """Mark the sites in functions that a `with torch.cuda.graph(...)` block calls, directly or through other
+    calls of this module, as running under capture, with the chain that makes them so."""
+    roots = [call for call in summary.calls if call.capture_line is not None]
+    if not roots:
+        return
+    graph = _CallGraph(summary)
+    # function -> (callers from the one called in the block down to its caller, where that block is)
+    captured: Dict[str, Tuple[Tuple[str, ...], str]] = {}
+    queue: Deque[str] = deque()
+    for call in roots:
+        where = "module level" if call.caller == MODULE else f"`{call.caller}`"
+        for callee in graph.targets(call):
+            if callee not in captured:
+                captured[callee] = ((), f"inside `with torch.cuda.graph(...)` at line {call.capture_line} of {where}")
+                queue.append(callee)
+    while queue:
+        caller = queue.popleft()
+        chain, block = captured[caller]
+        for callee in graph.callees(caller):
+            if callee not in captured:
+                captured[callee] = ((caller,) + chain, block)
+                queue.append(callee)
+    for site in summary.sites:
+        if site.capture is None and site.function in captured:
+            chain, block = captured[site.function]
+            callers = " ← ".join(f"`{c}`" for c in chain)
+            via = f" from {callers}, which is called" if chain else ""
+            site.in_graph_capture, site.capture = True, f"`{site.function}` is called{via} {block}"
 
 
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, settings: Settings) -> Optional[Heat]:

@@ -64,6 +64,7 @@ class CallRef:
     owner: Optional[str]  # the class name for "attr"
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
+    capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
 
 
 @dataclass
@@ -77,7 +78,8 @@ class Site:
     function: str  # enclosing function qualname, or MODULE
     loop: Optional[Tuple[str, int]]  # ("loop" | "comprehension", line), innermost, within the function
     marked_cold: bool = False
-    in_graph_capture: bool = False  # inside `with torch.cuda.graph(...)`: one-time capture, never rewritten
+    in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
+    capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"
 
 
 @dataclass

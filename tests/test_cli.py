@@ -208,7 +208,8 @@ def test_rule_prints_documentation(run_cli):
 def test_rule_without_code_lists_rules(run_cli):
     code, out, _ = run_cli("rule")
     assert code == 0
-    assert [line.split()[0] for line in out.splitlines()] == ["HTD101", "HTD104"]
+    listed = [line.split()[0] for line in out.splitlines()]
+    assert listed == ["HTD101", "HTD102", "HTD103", "HTD104", "HTD105", "HTD106"]
 
 
 def test_python_dash_m_runs_the_cli():

@@ -167,3 +167,10 @@ def test_an_edited_configuration_is_read_again(tmp_path):
 def test_overrides_alone_give_the_cli_settings(tmp_path):
     settings = settings_for_path(str(tmp_path / "x.py"), Overrides(select=("HTD104",), ignore=("HTD101",)))
     assert (settings.select, settings.ignore) == (("HTD104",), ("HTD101",))
+
+
+def test_accelerator_tensors_lets_htd105_report_receivers_it_cannot_see(tmp_path, run_cli):
+    write(tmp_path, "m.py", "import torch\n\ndef forward(input_ids, lens):\n    return input_ids.new_tensor(lens)\n")
+    assert findings(run_cli, str(tmp_path)) == []
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\naccelerator-tensors = ['*_ids']\n")
+    assert findings(run_cli, str(tmp_path)) == [("m.py", "HTD105")]

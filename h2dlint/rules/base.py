@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional, Sequence, Tuple
 
 from h2dlint.scopes import NameResolver
+from h2dlint.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,12 @@ class Rule:
     triggers: ClassVar[Tuple[Tuple[str, ...], ...]]
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
+    # True for a rule that reports constructs under CUDA-graph capture: its sites are reported when they run
+    # under capture (see `capture_reason`), whatever their hotness, and other rules' sites there are not.
+    reports_capture: ClassVar[bool] = False
+
+    def __init__(self, settings: Optional[Settings] = None) -> None:
+        self.settings = settings if settings is not None else Settings()
 
     def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
         raise NotImplementedError

@@ -5,8 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from h2dlint.arguments import keyword_arg
-from h2dlint.constructs import is_host_device
+from h2dlint.constructs import accelerator_device
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.scopes import NameResolver
 
@@ -110,10 +109,7 @@ class TensorWithDevice(Rule):
     )
 
     def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
-        if names.qualify(call.func) != "torch.tensor":
-            return None
-        device = keyword_arg(call, "device")
-        if device is None or is_host_device(device.value, names):
+        if names.qualify(call.func) != "torch.tensor" or accelerator_device(call, names) is None:
             return None
         return Match(
             node=call,
