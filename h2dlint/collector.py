@@ -20,6 +20,9 @@ MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
 _GRAPH_CAPTURE = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 
+# Decorators that run a function's body once per distinct argument: a build cached this way is one-time.
+_CACHE_DECORATORS = frozenset({"cache", "lru_cache", "cached_property", "cached"})
+
 _Scope = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 
@@ -110,6 +113,7 @@ class _Collector:
             class_qualname=enclosing.qualname if enclosing.kind == "class" else None,
             parent=owner if owner != MODULE else None,
             marker=find_marker(self._lines, node.lineno, self._header_end(node)),
+            cache_decorator=_cache_decorator(node.decorator_list),
         )
         self._names.push(function_bindings(node))
         self._frames.append(_Frame("function", qualname))
@@ -300,6 +304,15 @@ def _call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
         return ("attr", attr, receiver.id)
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
         return ("super", attr, None)
+    return None
+
+
+def _cache_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
+    """The decorator, as written, that caches a function's results (`@functools.lru_cache(...)`, `@cache`)."""
+    for decorator in decorators:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if _last_name(target) in _CACHE_DECORATORS:
+            return ast.unparse(target)
     return None
 
 

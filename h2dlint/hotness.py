@@ -1,7 +1,8 @@
 """The hot/cold model: which code runs per step or per request, and why.
 
 A function is **cold** (one-time) when it is marked `# h2dlint: cold`, sits in a class so marked, has a
-one-time name (`__init__`, weight loading, buffer creation, capture, warmup; see `Settings`), or is nested
+one-time name (`__init__`, weight loading, buffer creation, capture, warmup; see `Settings`), caches its
+results (`@functools.lru_cache`, `@cache`, `@cached_property`: the body runs once per key), or is nested
 in a cold function. Cold wins: nothing in a cold function is reported, and hotness does not flow into it.
 
 A function is **hot** when it is marked `# h2dlint: hot` (or its class is), has a per-step entry-point
@@ -113,6 +114,8 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, settings: Setting
         return Heat(False, f"class `{cls.qualname}` is marked `# h2dlint: cold`", "marked cold")
     if settings.is_cold_name(function.name):
         return Heat(False, f"`{function.qualname}` runs once (one-time setup)", "one-time")
+    if function.cache_decorator is not None:
+        return Heat(False, f"`{function.qualname}` is cached by `@{function.cache_decorator}`", "cached")
     parent = summary.functions.get(function.parent or "")
     if parent is not None:
         return _cold_heat(parent, summary, settings)

@@ -10,18 +10,33 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence, Tuple
 
-# Per-step entry points. Their bodies run once per decode/forward step.
+# Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
+# Tuned on the sglang and vllm runtimes (see benchmarks/engine_findings.py): the names their schedulers,
+# model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
+# Patterns are fnmatch globs, matched against the name with and without leading underscores.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
     "forward",
+    "forward_*",  # forward_extend, forward_decode, _forward_impl
+    "*_forward",  # model_forward, run_forward
+    "*_fwd",  # kernel launchers: decode_attention_fwd
     "__call__",
     "step",
-    "prepare_for_decode",
-    "prepare_for_extend",
+    "*_step",  # decode_step, train_step
+    "*prepare_for_*",  # prepare_for_decode, prepare_for_extend, prepare_for_forward, eagle_prepare_for_decode
+    "prepare_inputs*",
+    "prepare_lora_*",
+    "*forward_metadata*",  # attention backends: init_forward_metadata, once per forward batch
+    "build*metadata*",  # metadata builders: build_metadata, build_*_metadata
+    "execute_model",
     "sample",
+    "sample_*",
+    "compute_logits",
+    "get_*_feature",  # multimodal encoders, once per request with images, audio or video
+    "embed_multimodal",
+    "process_batch_result*",
 )
 
-# One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup.
-# Patterns are fnmatch globs, matched against the name with and without leading underscores.
+# One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup, tests.
 DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "__init__",
     "__post_init__",
@@ -30,6 +45,8 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "*load_weights*",
     "load_state_dict",
     "*_after_loading",
+    "*weight_loader*",
+    "create_*weights*",
     "create_*buffer*",
     "init_*buffer*",
     "alloc*buffer*",
@@ -37,6 +54,8 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "*capture*",
     "*warmup*",
     "*warm_up*",
+    "*dummy*",
+    "test_*",
 )
 
 

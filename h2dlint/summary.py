@@ -45,6 +45,7 @@ class FunctionInfo:
     class_qualname: Optional[str]  # set for methods
     parent: Optional[str]  # the enclosing function, for nested functions
     marker: Optional[str] = None  # "hot" or "cold", from a `# h2dlint: ...` comment
+    cache_decorator: Optional[str] = None  # "functools.lru_cache" and the like: the body runs once per key
 
 
 @dataclass
