@@ -9,6 +9,9 @@ name-based scan (no import resolution, no hotness): `tensor/as_tensor/asarray(..
 `.to(<device>)` / `.cuda()` on a tensor just built by `tensor/as_tensor/asarray/from_numpy`, and
 `x.new_tensor(...)`. Constructs on a line h2dlint reported are "flagged", the others "unflagged".
 
+The measured scope is the engines' runtime code: vendored tests, benchmarks and examples (`--exclude`,
+default `RUNTIME_SCOPE_EXCLUDES`) are left out, and how many files that leaves out is printed.
+
 The sample is deterministic: within each engine and stratum (flagged / unflagged) sites are ordered by a hash
 of `path:line`, so a site keeps its place when tuning moves others. `--sample-out` writes each sampled site
 with its source for reading. `--labels` reads the hand classification (TSV: engine, path:line, label, note;
@@ -40,6 +43,8 @@ BUILDERS = {"tensor", "as_tensor", "asarray"}
 HOST_BUILDERS = BUILDERS | {"from_numpy"}
 HOST_METHODS = {"long", "int", "float", "half", "bfloat16", "bool", "view", "reshape", "contiguous", "unsqueeze"}
 HOT_LABELS = {"per-step", "per-request"}
+# Not serving code: vendored test suites, benchmark and example scripts (.gitignore syntax).
+RUNTIME_SCOPE_EXCLUDES = ("test_*.py", "*_test.py", "tests/", "test/", "benchmarks/", "examples/", "example.py")
 
 
 @dataclass(frozen=True)
@@ -52,11 +57,12 @@ class Construct:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    args.exclude = RUNTIME_SCOPE_EXCLUDES if args.exclude is None else tuple(args.exclude)
     labels = _read_labels(args.labels) if args.labels else {}
     sample_lines: List[str] = []
     for spec in args.engines:
         name, _, root = spec.partition("=")
-        report = _run_engine(name, root)
+        report = _run_engine(name, root, args.exclude)
         _print_engine(report)
         sample = _sample(report, args.sample, args.unflagged_sample)
         sample_lines.extend(_describe_sample(report, sample, labels))
@@ -75,6 +81,7 @@ class EngineReport:
     root: str
     version: str
     files: int
+    excluded_files: int
     lines: int
     seconds: float
     findings: Dict[Tuple[str, int], List[Tuple[str, str]]]  # (path, row) -> [(code, message)]
@@ -82,8 +89,9 @@ class EngineReport:
     errors: int
 
 
-def _run_engine(name: str, root: str) -> EngineReport:
-    candidates = [c.path for c in discover([root]) if c.error is None]
+def _run_engine(name: str, root: str, exclude: Sequence[str]) -> EngineReport:
+    candidates = [c.path for c in discover([root], exclude) if c.error is None]
+    excluded = len(discover([root])) - len(candidates)
     findings: Dict[Tuple[str, int], List[Tuple[str, str]]] = {}
     errors = lines = 0
     started = time.perf_counter()
@@ -100,14 +108,17 @@ def _run_engine(name: str, root: str) -> EngineReport:
             raw = handle.read()
         lines += raw.count(b"\n")
         constructs.extend(_scan(raw, os.path.relpath(path, root)))
-    return EngineReport(name, root, _version(root), len(candidates), lines, seconds, findings, constructs, errors)
+    return EngineReport(
+        name, root, _version(root), len(candidates), excluded, lines, seconds, findings, constructs, errors
+    )
 
 
 def _print_engine(report: EngineReport) -> None:
     codes = Counter(code for found in report.findings.values() for code, _ in found)
     flagged = sum((c.path, c.line) in report.findings for c in report.constructs)
     print(f"## {report.name} {report.version} ({report.root})")
-    print(f"files {report.files}, lines {report.lines}, files not checked {report.errors}, "
+    print(f"files {report.files} (left out of scope: {report.excluded_files}), lines {report.lines}, "
+          f"files that could not be checked {report.errors}, "
           f"h2dlint {report.seconds:.1f} s")
     print(f"findings {sum(codes.values())}: " + ", ".join(f"{c} {n}" for c, n in sorted(codes.items())))
     kinds = Counter(c.kind for c in report.constructs)
@@ -301,6 +312,10 @@ def _host_built_names(scope: ast.AST) -> Set[str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("engines", nargs="+", metavar="NAME=PATH", help="an engine name and its source tree")
+    parser.add_argument(
+        "--exclude", action="append", default=None, metavar="PATTERN",
+        help="a .gitignore-style pattern to leave out (default: vendored tests, benchmarks, examples)",
+    )
     parser.add_argument("--labels", help="TSV of hand labels: engine, path:line, label, note")
     parser.add_argument("--sample", type=int, default=30, help="flagged sites to sample per engine")
     parser.add_argument("--unflagged-sample", type=int, default=15, help="unflagged sites to sample per engine")

@@ -161,7 +161,10 @@ class _Collector:
     def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
         self._visit(node.target)
         self._visit(node.iter)
-        self._visit_in_region(node.body, ("loop", node.lineno))
+        if _is_fixed_iteration(node.iter):
+            self._visit_all(node.body)
+        else:
+            self._visit_in_region(node.body, ("loop", node.lineno))
         self._visit_all(node.orelse)
 
     def _visit_while(self, node: ast.While) -> None:
@@ -174,7 +177,11 @@ class _Collector:
         line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
         region = ("comprehension", line)
         first, *inner = node.generators
-        self._visit_in_region([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt], region)
+        elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        if not inner and _is_fixed_iteration(first.iter):
+            self._visit_all([*elements, first.target, first.iter, *first.ifs])
+            return
+        self._visit_in_region(elements, region)
         self._visit(first.target)
         self._visit(first.iter)
         self._visit_in_region([*first.ifs, *inner], region)
@@ -282,6 +289,14 @@ def _header_tail_start(node: _Scope) -> Tuple[int, int]:
         return node.lineno, node.col_offset
     last = max(parts, key=lambda p: (p.end_lineno, p.end_col_offset))  # type: ignore[attr-defined]
     return last.end_lineno, last.end_col_offset  # type: ignore[attr-defined]
+
+
+def _is_fixed_iteration(iterable: ast.expr) -> bool:
+    """A loop over a literal tuple, list or set repeats the same few steps for each written element: it does
+    not make its body per-step (`for v in (hosts, gpus, sizes): ...`)."""
+    return isinstance(iterable, (ast.Tuple, ast.List, ast.Set)) and not any(
+        isinstance(element, ast.Starred) for element in iterable.elts
+    )
 
 
 def _arguments_in_source_order(node: ast.Call) -> List[ast.AST]:

@@ -72,6 +72,12 @@ def looks_like_dtype(expr: ast.expr, names: NameResolver) -> bool:
     return "dtype" in last.lower()
 
 
+def has_empty_literal_data(call: ast.Call) -> bool:
+    """`torch.tensor([], ...)`: empty data never reaches the copy, so nothing syncs."""
+    data = positional_args(call)[0] if call.args else keyword_value(call, "data")
+    return isinstance(data, (ast.List, ast.Tuple)) and not data.elts
+
+
 def accelerator_device(call: ast.Call, names: NameResolver) -> Optional[ast.expr]:
     """The `device=` argument of `call` when it may name an accelerator; None when absent or a host device."""
     device = keyword_value(call, "device")

@@ -46,6 +46,7 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "load_state_dict",
     "*_after_loading",
     "*weight_loader*",
+    "*weights_iterator*",
     "create_*weights*",
     "create_*buffer*",
     "init_*buffer*",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from h2dlint.constructs import accelerator_device
+from h2dlint.constructs import accelerator_device, has_empty_literal_data
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.scopes import NameResolver
 
@@ -49,6 +49,7 @@ class AsTensorWithDevice(Rule):
         Valid("import torch\n\ndef forward(x):\n    return torch.as_tensor(x)\n"),
         Valid("import torch\n\ndef forward(x):\n    return torch.as_tensor(x, device='cpu')\n"),
         Valid("import torch\n\ndef forward(x):\n    return torch.as_tensor(x, dtype=torch.int32, device=None)\n"),
+        Valid("import torch\n\ndef forward(x):\n    return torch.as_tensor((), device='cuda')\n"),
         Valid("import torch\n\nTABLE = torch.as_tensor([1, 2, 3], device='cuda')\n"),
         Valid(
             "import torch\n\nclass M:\n    def __init__(self, rows, device):\n"
@@ -81,6 +82,8 @@ class AsTensorWithDevice(Rule):
 
     def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
         if names.qualify(call.func) != "torch.as_tensor" or accelerator_device(call, names) is None:
+            return None
+        if has_empty_literal_data(call):
             return None
         return Match(
             node=call,
