@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import warnings
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from h2dlint.cache import Cache, cache_roots, file_stat
 from h2dlint.collector import summarize
-from h2dlint.hotness import function_heat, mark_captured, site_reason
+from h2dlint.hotness import Heat, ModuleGraph, function_heat, mark_captured, propagate, site_reason_for
 from h2dlint.noqa import NoqaComments
 from h2dlint.positions import source_lines
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
-from h2dlint.summary import Fix, Span
+from h2dlint.summary import Fix, ModuleSummary, Span
 
 
 @dataclass(frozen=True)
@@ -36,23 +39,59 @@ def enabled_rules(settings: Settings) -> List[Rule]:
     return [RULES_BY_CODE[code](settings) for code in selected_codes(ALL_CODES, settings.select, settings.ignore)]
 
 
-def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
-    """Diagnostics for one module's source text. Raises SourceError when it cannot be parsed."""
-    rules = enabled_rules(settings) if rules is None else rules
-    candidates = [r for r in rules if r.may_match(text)]
-    if "torch" not in text or not candidates:
-        return []  # every rule needs a torch import and its trigger words
-    lines = source_lines(text)
-    summary = summarize(_parse(text), lines, candidates)
-    mark_captured(summary)
-    heat = function_heat(summary, settings)
-    noqa = NoqaComments(lines)
+@dataclass(frozen=True)
+class FileSummary:
+    """What one file contributes to a run, and what the cache keeps per file content."""
+
+    summary: ModuleSummary
+    suppressed: Tuple[bool, ...] = ()  # per site of `summary`: covered by a `# noqa` comment
+    error: Optional[str] = None  # one line, when the file could not be analysed
+
+
+def candidate_rules(text: str, rules: Sequence[Rule]) -> List[Rule]:
+    """The rules that may match in `text`: a substring test costing microseconds, not a parse."""
+    if "torch" not in text:
+        return []  # every rule needs a torch import
+    return [r for r in rules if r.may_match(text)]
+
+
+def summarize_source(text: str, rules: Sequence[Rule]) -> FileSummary:
+    """Parse and summarise one file for a project run. A file that no rule can match is still summarised
+    (its functions and calls carry hotness to other files), but its parse errors are not reported."""
+    candidates = candidate_rules(text, rules)
+    try:
+        lines = source_lines(text)
+        summary = _summarize(_parse(text), lines, candidates)
+    except SourceError as error:
+        return FileSummary(ModuleSummary(), (), str(error) if candidates else None)
+    except RecursionError:
+        return FileSummary(ModuleSummary(), (), "too deeply nested to analyse" if candidates else None)
+    return FileSummary(summary, _suppressed(summary, lines))
+
+
+def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> List[Diagnostic]:
+    """The reported findings of one summarised file, given the heat of its functions (by qualname)."""
     found = []
-    for site in summary.sites:
-        reason = site.capture if RULES_BY_CODE[site.code].reports_capture else site_reason(site, heat)
-        if reason is not None and not noqa.suppress(site.code, site.span.row, site.span.end_row):
+    for site, suppressed in zip(file.summary.sites, file.suppressed):
+        if RULES_BY_CODE[site.code].reports_capture:
+            reason = site.capture  # reported under capture, whatever the heat
+        else:
+            reason = site_reason_for(site, heat.get(site.function), module)
+        if reason is not None and not suppressed:
             found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+
+
+def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
+    """Diagnostics for one module's source text, reasoning about that module alone.
+    Raises SourceError when it cannot be parsed."""
+    rules = enabled_rules(settings) if rules is None else rules
+    candidates = candidate_rules(text, rules)
+    if not candidates:
+        return []  # every rule needs a torch import and its trigger words
+    lines = source_lines(text)
+    summary = _summarize(_parse(text), lines, candidates)
+    return diagnostics(FileSummary(summary, _suppressed(summary, lines)), function_heat(summary, settings))
 
 
 def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> FileResult:
@@ -78,3 +117,61 @@ def _parse(text: str) -> ast.Module:
         raise SourceError("too deeply nested for Python's parser") from None
     except ValueError as error:
         raise SourceError(str(error)) from None
+
+
+def _summarize(tree: ast.Module, lines: Sequence[str], rules: Sequence[Rule]) -> ModuleSummary:
+    summary = summarize(tree, lines, rules)
+    mark_captured(summary)
+    return summary
+
+
+def _suppressed(summary: ModuleSummary, lines: Sequence[str]) -> Tuple[bool, ...]:
+    """Per site: covered by a matching `# noqa` comment (see `h2dlint.noqa`)."""
+    noqa = NoqaComments(lines)
+    return tuple(noqa.suppress(site.code, site.span.row, site.span.end_row) for site in summary.sites)
+
+
+def check_source_in_project(
+    text: str, path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None
+) -> List[Diagnostic]:
+    """Diagnostics for one file, for faces that see one file at a time (the flake8 plugin).
+
+    `text` is the file's current content and `path` where it lives. When the last `h2dlint check` run with
+    the same settings cached a project index covering `path` (in `.h2dlint_cache/`: see `h2dlint.cache`),
+    the file's functions take the heat that run found across the project, so a function called per step
+    from another file is hot here too; functions the file itself makes cold stay cold. Without such an
+    index this is exactly `check_source`: reasoning about the file alone. Raises SourceError when `text`
+    cannot be parsed.
+    """
+    known = project_heat_for(path, settings)
+    if known is None:
+        return check_source(text, settings, rules)
+    rules = enabled_rules(settings) if rules is None else rules
+    candidates = candidate_rules(text, rules)
+    if not candidates:
+        return []
+    module, project_heat = known
+    lines = source_lines(text)
+    summary = _summarize(_parse(text), lines, candidates)
+    heat = {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary, module), settings).items()}
+    for qualname, found in project_heat.items():
+        if qualname in summary.functions and (qualname not in heat or heat[qualname].hot):
+            heat[qualname] = found
+    return diagnostics(FileSummary(summary, _suppressed(summary, lines)), heat, module)
+
+
+def project_heat_for(path: str, settings: Settings) -> Optional[Tuple[str, Dict[str, Heat]]]:
+    """(module name, heat by qualname) of `path` from the cached project index, or None when none covers it."""
+    for root in cache_roots(path):
+        cache = Cache(settings, root)
+        stamp = file_stat(cache.last_run_path)
+        found = _cached_project_heat(cache, stamp).get(os.path.abspath(path)) if stamp else None
+        if found is not None:
+            return found
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_project_heat(cache: Cache, stamp: Tuple[int, int]) -> Dict[str, Tuple[str, Dict[str, Heat]]]:
+    """Loaded once per process and per version of the index: flake8 asks for every file in turn."""
+    return cache.load_last_run().heat or {}

@@ -6,17 +6,19 @@ Exit codes: 0 clean, 1 findings or a file that could not be checked, 2 usage err
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Set
 
 from h2dlint import __version__
-from h2dlint.analyzer import FileResult, check_file, enabled_rules
-from h2dlint.config import Overrides, excluded_by_config, settings_for_path
-from h2dlint.files import discover
+from h2dlint.analyzer import FileResult, enabled_rules
+from h2dlint.config import Overrides, config_for_path, excluded_by_config, settings_for_path, settings_from
+from h2dlint.explain import explain_line, parse_location, project_folder
 from h2dlint.output import FORMATS, render, render_errors, render_statistics
+from h2dlint.project import analyse_paths, check_paths
 from h2dlint.rewrite import add_noqa_to_file
-from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Rule
-from h2dlint.settings import Settings, UsageError
+from h2dlint.rules import ALL_CODES, ALL_RULES, RULES_BY_CODE
+from h2dlint.settings import Settings, UsageError, selected_codes
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -44,17 +46,15 @@ def run_check(args: argparse.Namespace) -> int:
         extend_cold_functions=tuple(args.extend_cold_functions),
         exclude=tuple(args.exclude),
     )
-    rules_for: Dict[Settings, List[Rule]] = {}
     for path in paths:  # bad selectors or a broken configuration are usage errors even when no file is checked
         enabled_rules(settings_for_path(path, overrides))
-    results = []
-    for candidate in discover(paths, overrides.exclude, excluded_by_config):
-        if candidate.error is not None:
-            results.append(FileResult(candidate.path, (), candidate.error))
-            continue
-        settings = settings_for_path(candidate.path, overrides)
-        rules = rules_for.setdefault(settings, enabled_rules(settings))
-        results.append(check_file(candidate.path, settings, rules))
+    # Hotness is decided across all the files of a run, so the configuration governing the first path sets
+    # the hot and cold names for the whole run; rule selection and per-file ignores apply file by file.
+    settings = settings_from(config_for_path(paths[0]), overrides)
+    results = check_paths(
+        paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache, excluded=excluded_by_config
+    )
+    results = _with_file_selection(results, overrides)
     if args.add_noqa:
         return _add_noqa(results)
     sys.stderr.write(render_errors(results))
@@ -64,6 +64,19 @@ def run_check(args: argparse.Namespace) -> int:
         sys.stdout.write(render(results, args.output_format))
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
+def _with_file_selection(results: Sequence[FileResult], overrides: Overrides) -> List[FileResult]:
+    """Keep, in each file, the findings that its own configuration selects (`per-file-ignores`, nested tables)."""
+    codes_for: Dict[Settings, Set[str]] = {}
+    kept = []
+    for result in results:
+        settings = settings_for_path(result.path, overrides)
+        if settings not in codes_for:
+            codes_for[settings] = set(selected_codes(ALL_CODES, settings.select, settings.ignore))
+        codes = codes_for[settings]
+        kept.append(FileResult(result.path, [d for d in result.diagnostics if d.code in codes], result.error))
+    return kept
 
 
 def _add_noqa(results: Sequence[FileResult]) -> int:
@@ -128,9 +141,63 @@ def _parser() -> argparse.ArgumentParser:
         "--extend-cold-functions", type=_codes, default=[], metavar="NAMES",
         help="more one-time function names (globs), comma-separated",
     )
+    _add_speed_options(check)
     check.set_defaults(run=run_check)
 
     rule = commands.add_parser("rule", help="print a rule's documentation, or list the rules")
     rule.add_argument("code", nargs="?", help="a rule code such as HTD101")
     rule.set_defaults(run=run_rule)
+
+    _add_explain_command(commands)
     return parser
+
+
+def _add_speed_options(check: argparse.ArgumentParser) -> None:
+    check.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the cache (.h2dlint_cache/)"
+    )
+    check.add_argument(
+        "-j", "--jobs", type=_positive_int, default=None, metavar="N",
+        help="worker processes for parsing (default: the number of CPU cores; 1: no workers)",
+    )
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value!r}")
+    return number
+
+
+def _add_explain_command(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    explain = commands.add_parser("explain", help="say why the code at PATH:LINE is hot or cold")
+    explain.add_argument("location", metavar="PATH:LINE")
+    explain.add_argument(
+        "paths", nargs="*", metavar="PROJECT",
+        help="files and folders that form the project (default: the outermost package holding PATH)",
+    )
+    explain.add_argument("--extend-hot-functions", type=_codes, default=[], metavar="NAMES")
+    explain.add_argument("--extend-cold-functions", type=_codes, default=[], metavar="NAMES")
+    _add_speed_options(explain)
+    explain.set_defaults(run=run_explain)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    location = parse_location(args.location)
+    if location is None:
+        raise UsageError(f"expected PATH:LINE, got {args.location!r}")
+    path, line = location
+    if not os.path.isfile(path):
+        print(f"{path}: error: no such file", file=sys.stderr)
+        return EXIT_FINDINGS
+    settings = Settings(
+        extend_hot_functions=tuple(args.extend_hot_functions),
+        extend_cold_functions=tuple(args.extend_cold_functions),
+    )
+    paths = args.paths or [project_folder(path)]
+    run = analyse_paths([*paths, path], settings, args.jobs, use_cache=not args.no_cache)
+    print("\n".join(explain_line(run, path, line)))
+    return EXIT_CLEAN

@@ -13,8 +13,9 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 
 from h2dlint.positions import span_of
 from h2dlint.rules import Rule
-from h2dlint.scopes import NameResolver, class_bindings, function_bindings, module_bindings
+from h2dlint.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
 from h2dlint.summary import MODULE, CallRef, ClassInfo, FunctionInfo, ModuleSummary, Site
+from h2dlint.syntax import child_nodes
 
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
@@ -58,9 +59,11 @@ class _Collector:
         self._names = NameResolver()
         self._frames: List[_Frame] = []
         self._captures: List[int] = []  # the lines of the enclosing `with torch.cuda.graph(...)` blocks
+        self._one_time = 0  # how many cached-build guards (`if self._x is None:`) enclose the current node
+        self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
 
     def run(self, module: ast.Module) -> None:
-        self._names.push(module_bindings(module))
+        self._names.push(module_bindings(module, self._walrus) if self._rules else Bindings())
         self._frames.append(_Frame("module", ""))
         self._visit_all(module.body)
 
@@ -71,7 +74,7 @@ class _Collector:
         if handler is not None:
             handler(self, node)
         else:
-            self._visit_all(ast.iter_child_nodes(node))
+            self._visit_all(child_nodes(node))
 
     def _visit_all(self, nodes: Iterable[ast.AST]) -> None:
         for node in nodes:
@@ -95,7 +98,7 @@ class _Collector:
         bases = tuple(_last_name(base) for base in node.bases)
         marker = find_marker(self._lines, node.lineno, self._header_end(node))
         self.summary.classes[qualname] = ClassInfo(qualname, tuple(b for b in bases if b), marker)
-        self._names.push(class_bindings(node))
+        self._names.push(class_bindings(node, self._walrus) if self._rules else Bindings())
         self._frames.append(_Frame("class", qualname, loops=list(self._frames[-1].loops)))
         self._visit_all(node.decorator_list)
         self._visit_all(node.bases)
@@ -114,8 +117,10 @@ class _Collector:
             parent=owner if owner != MODULE else None,
             marker=find_marker(self._lines, node.lineno, self._header_end(node)),
             cache_decorator=_cache_decorator(node.decorator_list),
+            end_line=node.end_lineno or node.lineno,
         )
-        self._names.push(function_bindings(node))
+        # Bindings only serve rule matching; a file no rule can match is summarised for its calls alone.
+        self._names.push(function_bindings(node, self._walrus) if self._rules else Bindings())
         self._frames.append(_Frame("function", qualname))
         # Decorators, defaults and annotations count as the function's own code, as they always have.
         self._visit_all(node.decorator_list)
@@ -200,6 +205,33 @@ class _Collector:
     def _is_graph_capture(self, expr: ast.expr) -> bool:
         return isinstance(expr, ast.Call) and self._names.qualify(expr.func) in _GRAPH_CAPTURE
 
+    # --- one-time cached builds: `if self._x is None:` / `if not hasattr(self, "_x"):` ---------------------------
+
+    def _visit_if(self, node: ast.If) -> None:
+        self._visit(node.test)
+        guard = _is_cached_build_guard(node.test)
+        self._one_time += guard
+        self._visit_all(node.body)
+        self._one_time -= guard
+        self._visit_all(node.orelse)
+
+    # --- imports, for resolving calls across the files of a project ----------------------------------------
+
+    def _visit_import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname is not None:
+                self.summary.imports[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".")[0]
+                self.summary.imports[top] = top
+
+    def _visit_import_from(self, node: ast.ImportFrom) -> None:
+        base = "." * node.level + (node.module or "")
+        for alias in node.names:
+            if alias.name != "*":
+                joined = f"{base}.{alias.name}" if node.module else f"{base}{alias.name}"
+                self.summary.imports[alias.asname or alias.name] = joined
+
     # --- expressions whose fields are not in source order ----------------------------------------------------
 
     def _visit_dict(self, node: ast.Dict) -> None:
@@ -236,7 +268,8 @@ class _Collector:
                 loop=loops[-1] if loops else None,
                 marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
                 in_graph_capture=bool(self._captures),
-                capture=f"inside `with torch.cuda.graph(...)` at line {self._captures[0]}" if self._captures else None,
+                capture=_capture_reason(self._captures),
+                one_time=self._one_time > 0,
             )
         )
 
@@ -246,17 +279,17 @@ class _Collector:
             return
         kind, name, owner = ref
         loops = self._frames[-1].loops
-        self.summary.calls.append(
-            CallRef(
-                caller=self._owner(),
-                kind=kind,
-                name=name,
-                owner=owner,
-                line=node.lineno,
-                loop_line=loops[-1][1] if loops else None,
-                capture_line=self._captures[0] if self._captures else None,
-            )
+        call = CallRef(
+            caller=self._owner(),
+            kind=kind,
+            name=name,
+            owner=owner,
+            line=node.lineno,
+            loop_line=loops[-1][1] if loops else None,
+            one_time=self._one_time > 0,
+            capture_line=self._captures[0] if self._captures else None,
         )
+        self.summary.calls.append(call)
 
     # --- positions ----------------------------------------------------------------------------------------
 
@@ -319,7 +352,40 @@ def _call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
         return ("attr", attr, receiver.id)
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
         return ("super", attr, None)
-    return None
+    return ("method", attr, None)
+
+
+def _is_cached_build_guard(test: ast.expr) -> bool:
+    """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _is_attribute_lookup(test.operand, "hasattr")
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
+        return False
+    if not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        return False
+    subject = test.left
+    if isinstance(subject, ast.Attribute):
+        return _is_self(subject.value)
+    return _is_attribute_lookup(subject, "getattr")
+
+
+def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
+    """`hasattr(self, ...)` / `getattr(self, ...)` (or on `cls`)."""
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == function
+        and bool(expr.args)
+        and _is_self(expr.args[0])
+    )
+
+
+def _is_self(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Name) and expr.id in ("self", "cls")
+
+
+def _capture_reason(captures: Sequence[int]) -> Optional[str]:
+    return f"inside `with torch.cuda.graph(...)` at line {captures[0]}" if captures else None
 
 
 def _cache_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
@@ -355,4 +421,7 @@ _HANDLERS: Dict[type, Callable[[_Collector, ast.AST], None]] = {
     ast.Dict: _Collector._visit_dict,
     ast.IfExp: _Collector._visit_if_expression,
     ast.Call: _Collector._visit_call,
+    ast.If: _Collector._visit_if,
+    ast.Import: _Collector._visit_import,
+    ast.ImportFrom: _Collector._visit_import_from,
 }  # type: ignore[dict-item]

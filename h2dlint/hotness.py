@@ -7,22 +7,31 @@ in a cold function. Cold wins: nothing in a cold function is reported, and hotne
 
 A function is **hot** when it is marked `# h2dlint: hot` (or its class is), has a per-step entry-point
 name, is called from a hot function (`self.m()`, `cls.m()`, `super().m()`, `Cls.m()`, or a plain `f()`
-resolving to this module), is called in a loop, or is nested in a hot function. Hotness propagates along
-calls transitively; the shortest chain is kept, so messages can name it.
+resolving to a known function), is called in a loop, or is nested in a hot function. Hotness propagates
+along calls transitively; the shortest chain is kept, so messages can name it.
 
-A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site
-that runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function such a
-block calls, transitively) is cold: capture runs once, and HTD106 reports it instead (`mark_captured`).
+A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site that
+runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function of the module
+such a block calls, transitively: `mark_captured`) is capture, and HTD106 reports it instead. One under
+`if self._x is None:` or `if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls
+made there spread no heat.
+
+The propagation works on any `CallGraph`: `ModuleGraph` reasons about one module alone (what a single file
+shows); `h2dlint.index.ProjectGraph` reasons across the files of a project.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Dict, Iterator, List, Optional, Tuple
+from typing import Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from h2dlint.settings import Settings
 from h2dlint.summary import MODULE, CallRef, FunctionInfo, ModuleSummary, Site
+
+Key = Tuple[str, str]  # (module, qualname); the module is "" when reasoning about one module alone
+
+_HERE = "{module}"  # stands for the root's module in `Heat.origin`, written out only for other modules
 
 
 @dataclass(frozen=True)
@@ -32,28 +41,56 @@ class Heat:
     hot: bool
     origin: str  # the root reason: "`Batch.forward` runs per step", "called in a loop at line 9 of `run`"
     tag: str  # the root reason in brief, shown after a call chain: "per step"
-    chain: Tuple[str, ...] = ()  # callers, nearest first, leading from the root to this function
+    chain: Tuple[Key, ...] = ()  # callers, nearest first, leading from the root to this function
+    module: str = ""  # the module of the root
 
     @property
     def reason(self) -> str:
+        return self.reason_in(self.module)
+
+    def reason_in(self, module: str) -> str:
+        """The reason, naming functions of modules other than `module` with their module."""
         if not self.chain:
-            return self.origin
-        path = " ← ".join(f"`{caller}`" for caller in self.chain)
-        return f"called from {path} ({self.tag})"
+            return self.origin.replace(_HERE, _prefix(self.module, module))
+        path = " ← ".join(f"`{_prefix(caller[0], module)}{caller[1]}`" for caller in self.chain)
+        return f"called from {path} ({self.tag.replace(_HERE, _prefix(self.module, module))})"
 
-    def called_from(self, caller: str) -> "Heat":
-        return Heat(True, self.origin, self.tag, (caller,) + self.chain)
+    def called_from(self, caller: Key) -> "Heat":
+        return Heat(True, self.origin, self.tag, (caller,) + self.chain, self.module)
 
 
-def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]:
-    """The heat of every function in the module that is hot or cold; neutral functions are absent."""
-    heat = {q: h for q, f in summary.functions.items() if (h := _cold_heat(f, summary, settings)) is not None}
-    graph = _CallGraph(summary)
-    queue: Deque[str] = deque()
-    for qualname, root in _hot_roots(summary, settings, graph, heat):
-        if qualname not in heat:
-            heat[qualname] = root
-            queue.append(qualname)
+def _prefix(of: str, seen_from: str) -> str:
+    return "" if of == seen_from else f"{of}."
+
+
+class CallGraph:
+    """What propagation needs to know about functions and the calls between them."""
+
+    def modules(self) -> Iterable[Tuple[str, ModuleSummary]]:
+        """Every module, by name, with its summary."""
+        raise NotImplementedError
+
+    def loop_calls(self) -> Iterable[Tuple[str, CallRef, List[Key]]]:
+        """Calls made in a loop (and not in a one-time guard), with their module and the functions they reach."""
+        raise NotImplementedError
+
+    def callees(self, caller: Key) -> List[Key]:
+        raise NotImplementedError
+
+
+def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
+    """The heat of every function that is hot or cold; neutral functions are absent."""
+    heat: Dict[Key, Heat] = {}
+    for module, summary in graph.modules():
+        for qualname, function in summary.functions.items():
+            cold = _cold_heat(function, summary, module, settings)
+            if cold is not None:
+                heat[(module, qualname)] = cold
+    queue: Deque[Key] = deque()
+    for key, root in _hot_roots(graph, settings, heat):
+        if key not in heat:
+            heat[key] = root
+            queue.append(key)
     while queue:
         caller = queue.popleft()
         for callee in graph.callees(caller):
@@ -63,16 +100,36 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
     return heat
 
 
-def site_reason(site: Site, heat: Dict[str, Heat]) -> Optional[str]:
+def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]:
+    """The heat of every function of one module, reasoning about that module alone, by qualname."""
+    return {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary), settings).items()}
+
+
+def site_reason(site: Site, heat: Dict[str, Heat], module: str = "") -> Optional[str]:
     """Why `site` is hot, or None when it is cold or not known to be hot."""
-    owner = heat.get(site.function)
-    if site.marked_cold or site.in_graph_capture or (owner is not None and not owner.hot):
+    return site_reason_for(site, heat.get(site.function), module)
+
+
+def site_reason_for(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
+    """Why `site` (in `module`) is hot, given the heat of its function; None when cold or not known hot."""
+    if site_cold_reason(site) is not None or (owner is not None and not owner.hot):
         return None
     if site.loop is not None:
         kind, line = site.loop
         where = f"in a {kind} at line {line}"
-        return f"{where}; {owner.reason}" if owner is not None else where
-    return owner.reason if owner is not None else None
+        return f"{where}; {owner.reason_in(module)}" if owner is not None else where
+    return owner.reason_in(module) if owner is not None else None
+
+
+def site_cold_reason(site: Site) -> Optional[str]:
+    """Why the site itself is one-time, whatever its function's heat; None when nothing at the site says so."""
+    if site.marked_cold:
+        return "the site is marked `# h2dlint: cold`"
+    if site.in_graph_capture:
+        return "it is inside a `torch.cuda.graph(...)` capture block, which runs once"
+    if site.one_time:
+        return "it is inside a one-time cached build (`if self._x is None:` / `if not hasattr(self, ...)`)"
+    return None
 
 
 def mark_captured(summary: ModuleSummary) -> None:
@@ -81,20 +138,20 @@ def mark_captured(summary: ModuleSummary) -> None:
     roots = [call for call in summary.calls if call.capture_line is not None]
     if not roots:
         return
-    graph = _CallGraph(summary)
+    graph = ModuleGraph(summary)
     # function -> (callers from the one called in the block down to its caller, where that block is)
     captured: Dict[str, Tuple[Tuple[str, ...], str]] = {}
     queue: Deque[str] = deque()
     for call in roots:
         where = "module level" if call.caller == MODULE else f"`{call.caller}`"
-        for callee in graph.targets(call):
+        for _, callee in graph.resolve(call):
             if callee not in captured:
                 captured[callee] = ((), f"inside `with torch.cuda.graph(...)` at line {call.capture_line} of {where}")
                 queue.append(callee)
     while queue:
         caller = queue.popleft()
         chain, block = captured[caller]
-        for callee in graph.callees(caller):
+        for _, callee in graph.callees(("", caller)):
             if callee not in captured:
                 captured[callee] = ((caller,) + chain, block)
                 queue.append(callee)
@@ -106,76 +163,98 @@ def mark_captured(summary: ModuleSummary) -> None:
             site.in_graph_capture, site.capture = True, f"`{site.function}` is called{via} {block}"
 
 
-def _cold_heat(function: FunctionInfo, summary: ModuleSummary, settings: Settings) -> Optional[Heat]:
+def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
+    qualname = function.qualname
     cls = summary.classes.get(function.class_qualname or "")
     if function.marker == "cold":
-        return Heat(False, f"`{function.qualname}` is marked `# h2dlint: cold`", "marked cold")
+        return Heat(False, f"`{_HERE}{qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
     if cls is not None and cls.marker == "cold":
-        return Heat(False, f"class `{cls.qualname}` is marked `# h2dlint: cold`", "marked cold")
+        return Heat(False, f"class `{_HERE}{cls.qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
     if settings.is_cold_name(function.name):
-        return Heat(False, f"`{function.qualname}` runs once (one-time setup)", "one-time")
+        return Heat(False, f"`{_HERE}{qualname}` runs once (one-time setup)", "one-time", module=module)
     if function.cache_decorator is not None:
-        return Heat(False, f"`{function.qualname}` is cached by `@{function.cache_decorator}`", "cached")
+        return Heat(False, f"`{_HERE}{qualname}` is cached by `@{function.cache_decorator}`", "cached", module=module)
     parent = summary.functions.get(function.parent or "")
     if parent is not None:
-        return _cold_heat(parent, summary, settings)
+        return _cold_heat(parent, summary, module, settings)
     return None
 
 
-def _hot_roots(
-    summary: ModuleSummary, settings: Settings, graph: "_CallGraph", cold: Dict[str, Heat]
-) -> Iterator[Tuple[str, Heat]]:
-    for qualname, function in summary.functions.items():
-        cls = summary.classes.get(function.class_qualname or "")
-        if function.marker == "hot":
-            yield qualname, Heat(True, f"`{qualname}` is marked `# h2dlint: hot`", "marked hot")
-        elif cls is not None and cls.marker == "hot":
-            yield qualname, Heat(True, f"class `{cls.qualname}` is marked `# h2dlint: hot`", "marked hot")
-        elif settings.is_hot_name(function.name):
-            yield qualname, Heat(True, f"`{qualname}` runs per step", "per step")
-    for call in summary.calls:
-        if call.loop_line is None or call.caller in cold:
+def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> Iterator[Tuple[Key, Heat]]:
+    for module, summary in graph.modules():
+        for qualname, function in summary.functions.items():
+            key = (module, qualname)
+            cls = summary.classes.get(function.class_qualname or "")
+            if function.marker == "hot":
+                yield key, Heat(True, f"`{_HERE}{qualname}` is marked `# h2dlint: hot`", "marked hot", module=module)
+            elif cls is not None and cls.marker == "hot":
+                origin = f"class `{_HERE}{cls.qualname}` is marked `# h2dlint: hot`"
+                yield key, Heat(True, origin, "marked hot", module=module)
+            elif settings.is_hot_name(function.name):
+                yield key, Heat(True, f"`{_HERE}{qualname}` runs per step", "per step", module=module)
+    for module, call, targets in graph.loop_calls():
+        if (module, call.caller) in cold:
             continue
-        where = "module level" if call.caller == MODULE else f"`{call.caller}`"
+        where = "module level" if call.caller == MODULE else f"`{_HERE}{call.caller}`"
         loop = f"in a loop at line {call.loop_line} of {where}"
-        for callee in graph.targets(call):
-            yield callee, Heat(True, f"called {loop}", loop)
+        for callee in targets:
+            yield callee, Heat(True, f"called {loop}", loop, module=module)
 
 
-class _CallGraph:
-    """Resolves calls to functions of the same module, by name."""
+class ModuleGraph(CallGraph):
+    """Calls resolved to functions of the same module, by name: what one file shows on its own."""
 
-    def __init__(self, summary: ModuleSummary) -> None:
+    def __init__(self, summary: ModuleSummary, module: str = "") -> None:
+        self._module = module
+        self._summary = summary
         self._functions = summary.functions
         self._classes = summary.classes
-        self._top_classes = {c.qualname: c.qualname for c in summary.classes.values() if "." not in c.qualname}
-        self._targets = {call: self._resolve(call) for call in summary.calls}
-        self._edges: Dict[str, List[str]] = {}
-        for call, targets in self._targets.items():
-            self._edges.setdefault(call.caller, []).extend(targets)
-        for function in summary.functions.values():
-            if function.parent is not None:
-                self._edges.setdefault(function.parent, []).append(function.qualname)
+        self._calls = summary.calls
+        self._top_classes = {c.qualname for c in summary.classes.values() if "." not in c.qualname}
+        # Built on first use: a project graph only asks this one to resolve the calls it cannot rule out.
+        self._targets: Optional[Dict[CallRef, List[Key]]] = None
+        self._edges: Dict[Key, List[Key]] = {}
 
-    def callees(self, caller: str) -> List[str]:
+    def _build_edges(self) -> Dict[CallRef, List[Key]]:
+        if self._targets is None:
+            self._targets = {call: self.resolve(call) for call in self._calls}
+            for call, targets in self._targets.items():
+                if not call.one_time:
+                    self._edges.setdefault((self._module, call.caller), []).extend(targets)
+            for function in self._functions.values():
+                if function.parent is not None:
+                    key = (self._module, function.parent)
+                    self._edges.setdefault(key, []).append((self._module, function.qualname))
+        return self._targets
+
+    def modules(self) -> Iterable[Tuple[str, ModuleSummary]]:
+        return [(self._module, self._summary)]
+
+    def loop_calls(self) -> Iterable[Tuple[str, CallRef, List[Key]]]:
+        targets = self._build_edges()
+        return [(self._module, c, targets[c]) for c in self._calls if c.loop_line is not None and not c.one_time]
+
+    def callees(self, caller: Key) -> List[Key]:
+        self._build_edges()
         return self._edges.get(caller, [])
 
-    def targets(self, call: CallRef) -> List[str]:
+    def resolve(self, call: CallRef) -> List[Key]:
         """The functions of this module that `call` may reach."""
-        return self._targets[call]
+        return [(self._module, q) for q in self._resolve(call)]
 
     def _resolve(self, call: CallRef) -> List[str]:
         if call.kind == "name":
             return self._resolve_plain(call.caller, call.name)
         if call.kind == "attr":
-            owner = self._top_classes.get(call.owner or "")
-            return self._method(owner, call.name) if owner else []
-        cls = self._enclosing_class(call.caller)
+            return self.method(call.owner, call.name) if call.owner in self._top_classes else []
+        if call.kind not in ("self", "super"):
+            return []
+        cls = self.enclosing_class(call.caller)
         if cls is None:
             return []
         if call.kind == "super":
-            return [m for base in self._bases(cls) for m in self._method(base, call.name)][:1]
-        return self._method(cls, call.name)
+            return [m for base in self._bases(cls) for m in self.method(base, call.name)][:1]
+        return self.method(cls, call.name)
 
     def _resolve_plain(self, caller: str, name: str) -> List[str]:
         scope: Optional[str] = caller
@@ -187,7 +266,7 @@ class _CallGraph:
         top = self._functions.get(name)
         return [name] if top is not None and top.class_qualname is None and top.parent is None else []
 
-    def _enclosing_class(self, qualname: str) -> Optional[str]:
+    def enclosing_class(self, qualname: str) -> Optional[str]:
         function = self._functions.get(qualname)
         while function is not None:
             if function.class_qualname is not None:
@@ -195,14 +274,15 @@ class _CallGraph:
             function = self._functions.get(function.parent or "")
         return None
 
-    def _method(self, cls: str, name: str, depth: int = 0) -> List[str]:
+    def method(self, cls: Optional[str], name: str, depth: int = 0) -> List[str]:
+        """`cls.name`, or the method it inherits from a base class of this module."""
         own = f"{cls}.{name}"
         if own in self._functions:
             return [own]
         if depth > 20:  # guards against cyclic bases written by mistake
             return []
-        for base in self._bases(cls):
-            found = self._method(base, name, depth + 1)
+        for base in self._bases(cls or ""):
+            found = self.method(base, name, depth + 1)
             if found:
                 return found
         return []
@@ -211,4 +291,4 @@ class _CallGraph:
         info = self._classes.get(cls)
         if info is None:
             return []
-        return [self._top_classes[b] for b in info.bases if b in self._top_classes]
+        return [b for b in info.bases if b in self._top_classes]

@@ -11,6 +11,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Union
 
+from h2dlint.syntax import child_nodes
+
 TORCH = "torch"
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -33,14 +35,18 @@ class Bindings:
         return self.torch_aliases.get(name)
 
 
-def module_bindings(module: ast.Module) -> Bindings:
-    collector = _BindingCollector(module_level=True)
+# `walrus=False` promises that the source has no `:=`: then only statements can bind names, and the walk
+# skips every expression, which is most of a tree.
+
+
+def module_bindings(module: ast.Module, walrus: bool = True) -> Bindings:
+    collector = _BindingCollector(module_level=True, walrus=walrus)
     collector.visit_all(module.body)
     return collector.bindings
 
 
-def function_bindings(node: FunctionNode) -> Bindings:
-    collector = _BindingCollector(module_level=False)
+def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
+    collector = _BindingCollector(module_level=False, walrus=walrus)
     for name in parameter_names(node.args):
         collector.bind(name)
     collector.visit_all(node.body)
@@ -53,8 +59,8 @@ def function_bindings(node: FunctionNode) -> Bindings:
     return collector.bindings
 
 
-def class_bindings(node: ast.ClassDef) -> Bindings:
-    collector = _BindingCollector(module_level=False)
+def class_bindings(node: ast.ClassDef, walrus: bool = True) -> Bindings:
+    collector = _BindingCollector(module_level=False, walrus=walrus)
     collector.visit_all(node.body)
     collector.bindings.is_class = True
     return collector.bindings
@@ -119,8 +125,9 @@ def _target_names(target: ast.expr) -> Iterable[str]:
 class _BindingCollector:
     """Collects the names bound directly in one scope, without entering nested scopes."""
 
-    def __init__(self, module_level: bool) -> None:
+    def __init__(self, module_level: bool, walrus: bool) -> None:
         self.bindings = Bindings()
+        self._walrus = walrus
         self.declared_global: Set[str] = set()
         self.counts: Dict[str, int] = {}
         self.values: Dict[str, ast.expr] = {}
@@ -141,7 +148,11 @@ class _BindingCollector:
     def visit(self, node: ast.AST) -> None:
         handler = _BINDERS.get(type(node))
         if handler is None or handler(self, node):
-            for child in ast.iter_child_nodes(node):
+            self._visit_children(node)
+
+    def _visit_children(self, node: ast.AST) -> None:
+        for child in child_nodes(node):
+            if self._walrus or not isinstance(child, ast.expr):
                 self.visit(child)
 
     # Each binder records what `node` binds and returns whether to visit its children.
@@ -158,8 +169,7 @@ class _BindingCollector:
         if node.name is not None:
             self.bind(node.name)
         self._except_depth += 1
-        for child in ast.iter_child_nodes(node):
-            self.visit(child)
+        self._visit_children(node)
         self._except_depth -= 1
         return False
 

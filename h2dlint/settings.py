@@ -7,8 +7,10 @@ the same object.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence, Tuple
+from typing import Callable, Match, Optional, Sequence, Tuple
 
 # Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
 # Tuned on the sglang and vllm runtimes (see benchmarks/engine_findings.py): the names their schedulers,
@@ -89,9 +91,16 @@ class Settings:
         return _matches_any(name, self.cold_functions)
 
 
-def _matches_any(name: str, patterns: Iterable[str]) -> bool:
+def _matches_any(name: str, patterns: Tuple[str, ...]) -> bool:
     bare = name.lstrip("_") or name
-    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(bare, p) for p in patterns)
+    matcher = _compiled(patterns)
+    return matcher(name) is not None or matcher(bare) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(patterns: Tuple[str, ...]) -> Callable[[str], Optional[Match[str]]]:
+    """One regular expression for all the globs: a project has tens of thousands of function names."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)").match
 
 
 def selected_codes(all_codes: Sequence[str], select: Sequence[str], ignore: Sequence[str]) -> Tuple[str, ...]:

@@ -30,6 +30,11 @@ def read_source(path: str) -> SourceFile:
     return SourceFile(path, _decode(raw, encoding), encoding)
 
 
+def decode_source(raw: bytes) -> str:
+    """A file's bytes as text, honouring the BOM and the coding cookie; raises SourceError."""
+    return _decode(raw, _encoding(raw))
+
+
 def _decode(raw: bytes, encoding: str) -> str:
     try:
         text = raw.decode(encoding)

@@ -46,6 +46,7 @@ class FunctionInfo:
     parent: Optional[str]  # the enclosing function, for nested functions
     marker: Optional[str] = None  # "hot" or "cold", from a `# h2dlint: ...` comment
     cache_decorator: Optional[str] = None  # "functools.lru_cache" and the like: the body runs once per key
+    end_line: int = 0  # the last line of its body
 
 
 @dataclass
@@ -60,12 +61,15 @@ class CallRef:
     """A call from `caller` that may reach a function of this module."""
 
     caller: str  # a function qualname, or MODULE
-    kind: str  # "self" (self.m / cls.m), "super" (super().m), "name" (m), "attr" (Cls.m)
+    # "self" (self.m / cls.m), "super" (super().m), "name" (m), "attr" (X.m, X a plain name),
+    # "method" (m called on any other receiver: `self.batch.m()`, `f().m()`)
+    kind: str
     name: str
-    owner: Optional[str]  # the class name for "attr"
+    owner: Optional[str]  # the plain name X for "attr"
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
+    one_time: bool = False  # under a cached-build guard (`if self._x is None:`): spreads no heat
 
 
 @dataclass
@@ -81,6 +85,7 @@ class Site:
     marked_cold: bool = False
     in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
     capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"
+    one_time: bool = False  # under a cached-build guard: `if self._x is None:` / `if not hasattr(self, ...)`
 
 
 @dataclass
@@ -89,3 +94,6 @@ class ModuleSummary:
     classes: Dict[str, ClassInfo] = field(default_factory=dict)
     calls: List[CallRef] = field(default_factory=list)
     sites: List[Site] = field(default_factory=list)
+    # Names bound by imports anywhere in the file -> what they import, e.g. `Batch` -> `pkg.batch.Batch`,
+    # `F` -> `torch.nn.functional`; relative imports keep their leading dots (`.batch.Batch`).
+    imports: Dict[str, str] = field(default_factory=dict)

@@ -41,6 +41,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    """Each test gets its own h2dlint cache, so no test sees another's (or writes into the checkout)."""
+    folder = tmp_path / "h2dlint-cache"
+    monkeypatch.setenv("H2DLINT_CACHE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def run_cli(capsys):
     """Run `h2dlint ARGS...` in-process; returns (exit code, stdout, stderr)."""

@@ -91,7 +91,7 @@ def test_add_noqa_cli_gives_a_clean_baseline_and_a_second_run_adds_nothing(tmp_p
     assert latin.read_bytes().endswith(b"device=dev)  # noqa: HTD101\n")
     assert multi.read_text(encoding="utf-8").splitlines()[3] == "    return torch.tensor(  # noqa: HTD101"
     assert stat.S_IMODE(os.stat(multi).st_mode) == 0o751
-    assert sorted(os.listdir(tmp_path)) == ["bom_crlf.py", "latin.py", "multi.py"]  # no temporary left
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]  # no temporary file left
 
     assert run_cli("check", str(tmp_path))[0] == 0
     assert run_cli("check", "--add-noqa", str(tmp_path))[:2] == (0, "Added 0 noqa directives.\n")

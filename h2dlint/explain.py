@@ -1,0 +1,79 @@
+"""`h2dlint explain PATH:LINE`: why the code at a line is hot or cold, and what becomes of its sites."""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional, Tuple
+
+from h2dlint.analyzer import FileSummary
+from h2dlint.hotness import Heat, site_cold_reason, site_reason_for
+from h2dlint.project import ProjectRun
+from h2dlint.summary import FunctionInfo, Site
+
+
+def project_folder(path: str) -> str:
+    """The outermost package folder holding `path` (folders with `__init__.py`), or the file's own folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    top = folder
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        top = folder
+        folder = os.path.dirname(folder)
+    return os.path.relpath(top)
+
+
+def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
+    """Lines of text that say why `path:line` is hot or cold, and, for each site on it, whether it is reported."""
+    wanted = os.path.abspath(path)
+    found = [p for p in run.summaries if os.path.abspath(p) == wanted]
+    if not found:
+        return [f"{path}: not analysed (not a Python file of the checked paths, or it could not be parsed)"]
+    file, module = run.summaries[found[0]], run.modules[found[0]]
+    function = _innermost_function(file, line)
+    lines = [f"{path}:{line}: {_function_verdict(function, run.heat, module)}"]
+    for index, site in enumerate(file.summary.sites):
+        if site.span.row <= line <= site.span.end_row:
+            lines.append(f"{path}:{site.span.row}:{site.span.column}: {site.code} {_site_verdict(file, index, run.heat, module)}")
+    if len(lines) == 1:
+        lines.append(f"{path}:{line}: no H2D construct that a selected rule matches is on this line")
+    return lines
+
+
+def _innermost_function(file: FileSummary, line: int) -> Optional[FunctionInfo]:
+    enclosing = [f for f in file.summary.functions.values() if f.line <= line <= f.end_line]
+    return max(enclosing, key=lambda f: f.line, default=None)
+
+
+def _function_verdict(function: Optional[FunctionInfo], heat: dict, module: str) -> str:
+    if function is None:
+        return "at module level, which runs once on import (only loops there are per-iteration)"
+    found: Optional[Heat] = heat.get((module, function.qualname))
+    name = f"in `{function.qualname}`"
+    if found is None:
+        return (
+            f"{name}, which is not known to be hot: it has no per-step name or marker, is not called in a "
+            "loop, and no hot function calls it (calls are followed across the project by name)"
+        )
+    return f"{name}, which is {'hot' if found.hot else 'cold'}: {found.reason_in(module)}"
+
+
+def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str:
+    site: Site = file.summary.sites[index]
+    cold = site_cold_reason(site)
+    if cold is not None:
+        return f"is not reported: {cold}"
+    owner: Optional[Heat] = heat.get((module, site.function))
+    reason = site_reason_for(site, owner, module)
+    if reason is None:
+        kind = "runs once" if owner is not None else "is not known to run per step"
+        return f"is not reported: the code around it {kind} (see above)"
+    if file.suppressed[index]:
+        return f"is suppressed by `# noqa`; without it: {reason}"
+    return f"is reported: {reason}"
+
+
+def parse_location(text: str) -> Optional[Tuple[str, int]]:
+    """`path.py:12` -> ("path.py", 12), or None when it is not of that shape."""
+    path, _, line = text.rpartition(":")
+    if not path or not line.isdigit() or int(line) < 1:
+        return None
+    return (path, int(line))

@@ -1,0 +1,217 @@
+"""The project index: hotness across the files of a project, from their per-file summaries.
+
+Each file's `ModuleSummary` lists the functions it defines, the calls it makes (by name) and its imports.
+`ProjectGraph` resolves those calls across files and classes:
+
+- `f()` and `X.m()` through imports (`from pkg.batch import Batch`, `import pkg.utils as u`), following
+  re-exports in `__init__.py` files;
+- `self.m()` / `super().m()` through base classes defined in other files;
+- `obj.m()` on a receiver of unknown type (`batch.prepare_for_decode()`, `self.sampler.sample()`) by the
+  method's name, when at most `BY_NAME_LIMIT` classes of the project define it and the name is not one that
+  builtin containers or tensors also have (`get`, `to`, `update`, ...), which would link unrelated code.
+
+Calls that stay within one module resolve exactly as `hotness.ModuleGraph` does on its own. The index is
+rebuilt on every run from the summaries (which are cached per file), so a change in one file correctly
+changes the findings of another.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from h2dlint.hotness import CallGraph, Key, ModuleGraph
+from h2dlint.summary import CallRef, FunctionInfo, ModuleSummary
+
+BY_NAME_LIMIT = 3
+
+# Method names that builtin containers, strings, tensors and modules also have: a call `x.get()` says
+# nothing about which class `x` is, so these never link by name.
+_TENSOR_AND_MODULE_METHODS = frozenset(
+    """
+    to cuda cpu view reshape item tolist numpy size numel copy_ fill_ zero_ float half int long bool double
+    bfloat16 contiguous detach clone add add_ mul mul_ sub sub_ div div_ sum mean max min abs exp log sqrt
+    expand expand_as repeat squeeze unsqueeze permute transpose flatten split chunk narrow index_select
+    masked_fill masked_fill_ scatter scatter_ gather sort topk argmax argmin cumsum all any eq ne lt gt le ge
+    type dim shape stride new_tensor new_zeros new_ones new_empty pin_memory record_stream
+    eval train parameters named_parameters buffers named_buffers modules named_modules children state_dict
+    load_state_dict register_buffer register_parameter apply zero_grad requires_grad_
+    run start stop close open read write wait join put send recv submit result done cancel acquire release
+    format encode decode lower upper strip split_lines info debug warning error exception critical log
+    """.split()
+)
+_BUILTIN_METHODS = frozenset(
+    name for kind in (dict, list, set, str, bytes, tuple, int, float, object) for name in dir(kind)
+)
+NEVER_BY_NAME = _TENSOR_AND_MODULE_METHODS | _BUILTIN_METHODS
+
+
+def module_name(path: str) -> str:
+    """`pkg.sub.mod` for `.../pkg/sub/mod.py` (folders with `__init__.py` are packages); `pkg.sub` for its
+    `__init__.py`."""
+    folder, filename = os.path.split(os.path.abspath(path))
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    parts = [] if stem == "__init__" else [stem]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, package = os.path.split(folder)
+        parts.append(package)
+        if not package:
+            break
+    return ".".join(reversed(parts)) or stem
+
+
+class ProjectGraph(CallGraph):
+    """Functions and calls of every module of a project, resolved across files."""
+
+    def __init__(self, modules: Dict[str, ModuleSummary], packages: Iterable[str] = ()) -> None:
+        """`modules` by dotted name; `packages` are the names among them that are `__init__.py` files."""
+        self._modules = modules
+        self._packages = frozenset(packages)
+        self._local = {name: ModuleGraph(summary, name) for name, summary in modules.items()}
+        self._defined_names: Set[str] = set()
+        self._methods_by_name: Dict[str, List[Key]] = {}
+        for name, summary in modules.items():
+            for function in summary.functions.values():
+                self._defined_names.add(function.name)
+                if function.class_qualname is not None and function.name not in NEVER_BY_NAME:
+                    self._methods_by_name.setdefault(function.name, []).append((name, function.qualname))
+        self._edges: Dict[Key, List[Key]] = {}
+        self._loop_calls: List[Tuple[str, CallRef, List[Key]]] = []
+        for module, summary in modules.items():
+            for call in summary.calls:
+                if call.name in self._defined_names:  # most calls name nothing of the project: `len`, `torch.cat`
+                    self._add_call(module, call)
+            for function in summary.functions.values():
+                if function.parent is not None:
+                    self._edges.setdefault((module, function.parent), []).append((module, function.qualname))
+
+    def _add_call(self, module: str, call: CallRef) -> None:
+        targets = self._resolve(module, call)
+        if not targets or call.one_time:
+            return
+        self._edges.setdefault((module, call.caller), []).extend(targets)
+        if call.loop_line is not None:
+            self._loop_calls.append((module, call, targets))
+
+    # --- CallGraph --------------------------------------------------------------------------------------------
+
+    def modules(self) -> Iterable[Tuple[str, ModuleSummary]]:
+        return self._modules.items()
+
+    def loop_calls(self) -> Iterable[Tuple[str, CallRef, List[Key]]]:
+        return self._loop_calls
+
+    def callees(self, caller: Key) -> List[Key]:
+        return self._edges.get(caller, [])
+
+    def function(self, key: Key) -> Optional[FunctionInfo]:
+        summary = self._modules.get(key[0])
+        return summary.functions.get(key[1]) if summary is not None else None
+
+    # --- resolution -------------------------------------------------------------------------------------------
+
+    def _resolve(self, module: str, call: CallRef) -> List[Key]:
+        local = self._local[module].resolve(call)
+        if local:
+            return local
+        if call.kind == "name":
+            return self._imported_function(module, call.name)
+        if call.kind == "attr":
+            return self._attribute_call(module, call.owner or "", call.name)
+        if call.kind in ("self", "super"):
+            return self._inherited(module, call)
+        return self._by_name(call.name)
+
+    def _imported_function(self, module: str, name: str) -> List[Key]:
+        target = self._lookup(module, name)
+        if target is None or target[1] is None:
+            return []
+        found = self.function(target)  # type: ignore[arg-type]
+        return [target] if found is not None and found.class_qualname is None else []  # type: ignore[list-item]
+
+    def _attribute_call(self, module: str, owner: str, name: str) -> List[Key]:
+        summary = self._modules[module]
+        if owner in summary.classes:
+            return self._method((module, owner), name)  # inherited from a base class in another module
+        if owner not in summary.imports:
+            return self._by_name(name)  # `batch.prepare_for_decode()`: a variable of unknown type
+        target = self._lookup(module, owner)
+        if target is None:
+            return []  # imported from outside the project
+        target_module, target_name = target
+        if target_name is None:  # `import pkg.utils as u; u.f()`
+            return self._imported_function(target_module, name) if target_module in self._modules else []
+        return self._method((target_module, target_name), name)
+
+    def _inherited(self, module: str, call: CallRef) -> List[Key]:
+        cls = self._local[module].enclosing_class(call.caller)
+        if cls is None:
+            return []
+        # The local graph already looked in this class and its local bases; what is left is inherited.
+        return [m for base in self._bases((module, cls)) for m in self._method(base, call.name)][:1]
+
+    def _method(self, cls: Key, name: str, depth: int = 0) -> List[Key]:
+        """`cls.name`, or the method it inherits, following base classes across modules."""
+        module, qualname = cls
+        own = (module, f"{qualname}.{name}")
+        if self.function(own) is not None:
+            return [own]
+        if depth > 20:
+            return []
+        for base in self._bases(cls):
+            found = self._method(base, name, depth + 1)
+            if found:
+                return found
+        return []
+
+    def _bases(self, cls: Key) -> List[Key]:
+        module, qualname = cls
+        summary = self._modules.get(module)
+        info = summary.classes.get(qualname) if summary is not None else None
+        if info is None:
+            return []
+        found = []
+        for base in info.bases:
+            if base in summary.classes and "." not in base:  # type: ignore[union-attr]
+                found.append((module, base))
+                continue
+            target = self._lookup(module, base)
+            if target is not None and target[1] is not None and target[1] in self._modules[target[0]].classes:
+                found.append(target)  # type: ignore[arg-type]
+        return found
+
+    def _by_name(self, name: str) -> List[Key]:
+        candidates = self._methods_by_name.get(name, [])
+        return list(candidates) if len(candidates) <= BY_NAME_LIMIT else []
+
+    def _lookup(self, module: str, name: str, depth: int = 0) -> Optional[Tuple[str, Optional[str]]]:
+        """What `name`, imported in `module`, refers to in the project: (module, None) for a module,
+        (module, top-level name) for a function or class; None when it is not part of the project."""
+        summary = self._modules.get(module)
+        if summary is None or depth > 8:
+            return None
+        target = summary.imports.get(name)
+        if target is None:
+            defined = name in summary.functions or name in summary.classes
+            return (module, name) if defined else None
+        dotted = _absolute(target, module, module in self._packages)
+        if dotted in self._modules:
+            return (dotted, None)
+        parent, _, last = dotted.rpartition(".")
+        if parent in self._modules:
+            return self._lookup(parent, last, depth + 1)  # follows re-exports in `__init__.py`
+        return None
+
+
+def _absolute(target: str, module: str, is_package: bool) -> str:
+    """Resolve a relative import (`..x.y`) against the importing module."""
+    level = len(target) - len(target.lstrip("."))
+    if not level:
+        return target
+    package = module.split(".")
+    if not is_package:
+        package = package[:-1]
+    if level > 1:
+        package = package[: len(package) - (level - 1)]
+    rest = target[level:]
+    return ".".join(package + ([rest] if rest else []))

@@ -1,0 +1,266 @@
+"""A run over many files: per-file summaries (cached, in worker processes), then hotness across the project.
+
+    discover -> stat each file -> summaries from the cache, or read, hashed and parsed (in parallel when many)
+             -> ProjectGraph over all summaries -> propagate heat -> diagnostics per file
+
+Nothing here decides what a finding is: summaries come from `analyzer.summarize_source`, heat from
+`hotness.propagate`, findings from `analyzer.diagnostics`. Results are the same with or without the cache
+and with any number of workers: a file's summary depends only on its content and the settings.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from contextlib import contextmanager
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules, summarize_source
+from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
+from h2dlint.files import Candidate, Excluded, discover
+from h2dlint.hotness import Heat, Key, propagate
+from h2dlint.index import ProjectGraph, module_name
+from h2dlint.settings import Settings
+from h2dlint.sources import SourceError, decode_source
+from h2dlint.summary import ModuleSummary
+
+# Below this many files to parse, starting worker processes costs more than it saves.
+SERIAL_BELOW = 48
+
+_Summarized = Tuple[Optional[Stat], str, FileSummary]  # a file's stat, content key and summary
+_Outcome = Union[_Summarized, str]  # or the one-line reason it could not be read
+
+
+@dataclass(frozen=True)
+class ProjectRun:
+    """Everything a run concluded: results in discovery order, and what `explain` needs."""
+
+    results: List[FileResult]
+    summaries: Dict[str, FileSummary]  # by path
+    modules: Dict[str, str]  # path -> its module name in the project graph
+    heat: Dict[Key, Heat]
+    stats: Dict[str, Tuple[Optional[Stat], str]]  # path -> (stat, content key)
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1
+
+
+def check_paths(
+    paths: Sequence[str],
+    settings: Settings,
+    exclude: Sequence[str] = (),
+    jobs: Optional[int] = None,
+    use_cache: bool = True,
+    excluded: Optional[Excluded] = None,
+) -> List[FileResult]:
+    """Check files and folders as one project; results are in discovery order. `excluded` skips more paths
+    while walking folders (a configuration's `exclude`)."""
+    with _collector_paused():
+        return _check_paths(discover(paths, exclude, excluded), settings, jobs, use_cache)
+
+
+def _check_paths(
+    candidates: Sequence[Candidate], settings: Settings, jobs: Optional[int], use_cache: bool
+) -> List[FileResult]:
+    cache = Cache(settings) if use_cache else None
+    last = cache.load_last_run() if cache is not None else LastRun()
+    unchanged = _unchanged_keys(candidates, last)
+    if unchanged is not None and last.fingerprint == _fingerprint(candidates, unchanged) and last.results:
+        return [last.results[c.path] for c in candidates]  # nothing changed since the last run
+    run = analyse(candidates, settings, jobs, cache, last)
+    if cache is not None:
+        cache.store_last_run(_last_run(candidates, run))
+    return run.results
+
+
+def analyse_paths(
+    paths: Sequence[str], settings: Settings, jobs: Optional[int] = None, use_cache: bool = True
+) -> ProjectRun:
+    """The whole analysis of `paths`, for questions about it (`explain`); reads the cache, leaves the
+    last check run's record alone."""
+    with _collector_paused():
+        cache = Cache(settings) if use_cache else None
+        return analyse(_unique(discover(paths)), settings, jobs, cache, cache.load_last_run() if cache else None)
+
+
+def _unique(candidates: Sequence[Candidate]) -> List[Candidate]:
+    """Each file once, however many of the given paths lead to it."""
+    seen = set()
+    found = []
+    for candidate in candidates:
+        key = os.path.abspath(candidate.path)
+        if key not in seen:
+            seen.add(key)
+            found.append(candidate)
+    return found
+
+
+def analyse(
+    candidates: Sequence[Candidate],
+    settings: Settings,
+    jobs: Optional[int] = None,
+    cache: Optional[Cache] = None,
+    last: Optional[LastRun] = None,
+) -> ProjectRun:
+    """Summarise every file (from the cache where it can), then reason about hotness across all of them."""
+    paths = [c.path for c in candidates if c.error is None]
+    outcomes = _summaries(paths, settings, jobs or default_jobs(), cache, last or LastRun())
+    # In discovery order, whichever files came from the cache: ties between call chains break the same way.
+    done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
+    modules = _module_names(done)
+    graph = ProjectGraph(
+        {modules[p]: o[2].summary for p, o in done.items()},
+        packages={modules[p] for p in done if os.path.basename(p) == "__init__.py"},
+    )
+    heat = propagate(graph, settings)
+    results = []
+    for candidate in candidates:
+        outcome = outcomes.get(candidate.path, candidate.error)
+        if isinstance(outcome, str) or outcome is None:
+            results.append(FileResult(candidate.path, (), outcome))
+            continue
+        file, module = outcome[2], modules[candidate.path]
+        results.append(FileResult(candidate.path, diagnostics(file, _file_heat(heat, module, file), module), file.error))
+    summaries = {p: o[2] for p, o in done.items()}
+    return ProjectRun(results, summaries, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
+
+
+def _file_heat(heat: Dict[Key, Heat], module: str, file: FileSummary) -> Dict[str, Heat]:
+    return {q: found for q in file.summary.functions if (found := heat.get((module, q))) is not None}
+
+
+def _module_names(paths: Iterable[str]) -> Dict[str, str]:
+    """Each file's dotted module name; a second file claiming a name is known by its path instead."""
+    names: Dict[str, str] = {}
+    taken = set()
+    for path in paths:
+        name = module_name(path)
+        if name in taken:
+            name = os.path.abspath(path)
+        taken.add(name)
+        names[path] = name
+    return names
+
+
+# --- the cache's fast path: nothing changed -------------------------------------------------------------------
+
+
+def _unchanged_keys(candidates: Sequence[Candidate], last: LastRun) -> Optional[List[str]]:
+    """The content key of every candidate, when all of them still have the stat the last run saw."""
+    keys = []
+    for candidate in candidates:
+        if candidate.error is not None:
+            keys.append("!" + candidate.error)
+            continue
+        known = last.stats.get(os.path.abspath(candidate.path))
+        if known is None or known[0] is None or known[0] != file_stat(candidate.path):
+            return None
+        keys.append(known[1])
+    return keys
+
+
+def _fingerprint(candidates: Sequence[Candidate], keys: Sequence[str]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for candidate, key in zip(candidates, keys):
+        digest.update(f"{candidate.path}\0{key}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
+    stats = {os.path.abspath(p): stat for p, stat in run.stats.items()}
+    complete = all(c.error is not None or c.path in run.stats for c in candidates)
+    keys = ["!" + c.error if c.error is not None else run.stats.get(c.path, (None, ""))[1] for c in candidates]
+    heat = {
+        os.path.abspath(p): (run.modules[p], _file_heat(run.heat, run.modules[p], file))
+        for p, file in run.summaries.items()
+    }
+    return LastRun(
+        stats=stats,
+        fingerprint=_fingerprint(candidates, keys) if complete else "",
+        results={r.path: r for r in run.results},
+        heat=heat,
+    )
+
+
+# --- summaries: from the cache, or read and parsed ----------------------------------------------------------
+
+
+def _summaries(
+    paths: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache], last: LastRun
+) -> Dict[str, _Outcome]:
+    found: Dict[str, _Outcome] = {}
+    todo: List[str] = []
+    for path in paths:
+        known = last.stats.get(os.path.abspath(path))
+        stat = file_stat(path) if known is not None else None
+        cached = cache.load_summary(known[1]) if cache is not None and known and known[0] == stat else None
+        if cached is not None:
+            found[path] = (stat, known[1], cached)  # type: ignore[index]
+        else:
+            todo.append(path)
+    found.update(_summarize_all(todo, settings, jobs, cache))
+    return found
+
+
+def _summarize_all(
+    paths: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache]
+) -> Iterable[Tuple[str, _Outcome]]:
+    cache_root = cache.root if cache is not None else None
+    jobs = max(1, min(jobs, len(paths)))
+    if jobs == 1 or len(paths) < SERIAL_BELOW:
+        with _collector_paused():
+            _init_worker(settings, cache_root)
+            return [(p, _summarize_file(p)) for p in paths]
+    chunk = max(1, min(32, len(paths) // (jobs * 8)))
+    with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(settings, cache_root)) as pool:
+        return list(zip(paths, pool.map(_summarize_file, paths, chunksize=chunk)))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector: syntax trees and summaries hold no reference cycles, and collecting
+    while building or unpickling hundreds of thousands of them costs a third of a run."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_WORKER: dict = {}  # what each worker process (or the serial path) needs: the rules and the cache
+
+
+def _init_worker(settings: Settings, cache_root: Optional[str]) -> None:
+    gc.disable()  # see `_collector_paused`
+    _WORKER["rules"] = enabled_rules(settings)
+    _WORKER["cache"] = Cache(settings, cache_root) if cache_root is not None else None
+
+
+def _summarize_file(path: str) -> _Outcome:
+    stat = file_stat(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except IsADirectoryError:
+        return "is a directory, not a Python file"
+    except OSError as error:
+        return f"cannot read: {error.strerror or error}"
+    key = content_key(data)
+    cache: Optional[Cache] = _WORKER["cache"]
+    summary = cache.load_summary(key) if cache is not None else None
+    if summary is None:
+        try:
+            summary = summarize_source(decode_source(data), _WORKER["rules"])
+        except SourceError as error:
+            summary = FileSummary(ModuleSummary(), (), str(error))
+        except Exception as error:  # a bug in h2dlint must not stop the other files; never cached
+            return f"internal error ({type(error).__name__}: {error}); please report it"
+        if cache is not None:
+            cache.store_summary(key, summary)
+    return (stat, key, summary)

@@ -1,0 +1,32 @@
+"""Fast iteration over `ast` children, for walks that visit every node of large trees.
+
+`ast.iter_child_nodes` inspects every field of every node; this precomputes, per node type, the fields that
+can hold nodes, and skips the leaves that can never hold a call or a binding (names, constants, contexts).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterator, Tuple
+
+# Fields that never hold a node worth visiting: expression contexts, operators, identifiers, flags.
+_SKIPPED_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "names", "kind", "level", "is_async", "conversion"})
+LEAVES = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal})
+
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def child_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The children of `node` that may contain calls or bindings, in field order."""
+    kind = node.__class__
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
+    for name in fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            for item in value:
+                if isinstance(item, ast.AST) and item.__class__ not in LEAVES:
+                    yield item
+        elif isinstance(value, ast.AST) and value.__class__ not in LEAVES:
+            yield value

@@ -1,0 +1,145 @@
+"""Hotness across the files of a project: the index, cold code that stays cold, `explain`, and the API the
+flake8 plugin uses."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from h2dlint.analyzer import check_source, check_source_in_project
+from h2dlint.settings import Settings
+
+
+def write_tree(root, files):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+BATCH = """
+    import torch
+
+    class Batch:
+        def build_ids(self):
+            return torch.tensor(self.ids, device=self.device)
+
+        def cached_table(self):
+            if self._table is None:
+                self._table = torch.tensor(self.rows, device=self.device)
+            return self._table
+
+    def make_positions(n, device):
+        return torch.tensor(list(range(n)), device=device)
+"""
+
+RUNNER = """
+    from .batch import make_positions
+    from .base import BaseRunner
+
+    class Runner(BaseRunner):
+        def __init__(self, batch):
+            self.ids = batch.build_ids()
+
+        def forward(self, batch):
+            self.ids = batch.build_ids()
+            table = batch.cached_table()
+            return self.helper(batch), make_positions(4, batch.device), table
+"""
+
+BASE = """
+    import torch
+
+    class BaseRunner:
+        def helper(self, batch):
+            return torch.tensor([len(batch.ids)], device=batch.device)
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    return write_tree(
+        tmp_path / "src",
+        {"pkg/__init__.py": "", "pkg/batch.py": BATCH, "pkg/runner.py": RUNNER, "pkg/base.py": BASE},
+    )
+
+
+def findings(out):
+    return [line for line in out.splitlines() if ": HTD" in line]
+
+
+def test_calls_across_files_and_classes_make_sites_hot_and_messages_name_the_chain(project, run_cli):
+    code, out, err = run_cli("check", str(project))
+    assert (code, err) == (1, "")
+    by_line = {line.split(": HTD")[0].rsplit("/", 1)[-1]: line for line in findings(out)}
+    assert set(by_line) == {"batch.py:5:16", "batch.py:13:12", "base.py:5:16"}
+    assert "called from `pkg.runner.Runner.forward` (per step)" in by_line["batch.py:5:16"]  # obj.m(), by name
+    assert "called from `pkg.runner.Runner.forward` (per step)" in by_line["batch.py:13:12"]  # from .batch import
+    assert "called from `pkg.runner.Runner.forward` (per step)" in by_line["base.py:5:16"]  # self.m() via a base
+
+
+def test_one_file_alone_shows_none_of_it(project):
+    assert check_source((project / "pkg/batch.py").read_text(), Settings()) == []
+
+
+def test_cold_stays_cold_constructors_and_cached_builds(project, run_cli):
+    _, out, _ = run_cli("check", str(project))
+    assert not any("batch.py:9:" in line for line in findings(out))  # under `if self._table is None:`
+    runner = project / "pkg/runner.py"
+    runner.write_text(runner.read_text().replace("self.ids = batch.build_ids()\n\n", "pass\n\n", 1))
+    runner.write_text(runner.read_text().replace("        self.ids = batch.build_ids()\n        table", "        table"))
+    _, out, _ = run_cli("check", str(project))
+    assert not any("batch.py:5:" in line for line in findings(out))  # only `__init__` calls it now
+
+
+def test_calls_under_a_cached_build_guard_spread_no_heat(tmp_path, run_cli):
+    write_tree(
+        tmp_path,
+        {
+            "m.py": """
+                import torch
+
+                class Model:
+                    def forward(self, x):
+                        if not hasattr(self, "_rope"):
+                            self._rope = self._build_rope()
+                        return x
+
+                    def _build_rope(self):
+                        return torch.tensor([1.0, 2.0], device=self.device)
+            """
+        },
+    )
+    code, out, _ = run_cli("check", str(tmp_path))
+    assert code == 0, out
+
+
+def test_explain_says_why_a_site_is_hot(project, run_cli):
+    code, out, _ = run_cli("explain", f"{project}/pkg/batch.py:5")
+    assert code == 0
+    assert "in `Batch.build_ids`, which is hot: called from `pkg.runner.Runner.forward` (per step)" in out
+    assert "HTD101 is reported" in out
+
+
+def test_explain_says_why_a_site_is_cold(project, run_cli):
+    _, out, _ = run_cli("explain", f"{project}/pkg/batch.py:9")
+    assert "HTD101 is not reported: it is inside a one-time cached build" in out
+    _, out, _ = run_cli("explain", f"{project}/pkg/runner.py:6")
+    assert "in `Runner.__init__`, which is cold: `Runner.__init__` runs once (one-time setup)" in out
+
+
+def test_explain_rejects_a_malformed_location(run_cli):
+    code, _, err = run_cli("explain", "no-line-number.py")
+    assert code == 2 and "PATH:LINE" in err
+
+
+def test_one_file_faces_use_the_cached_index_when_there_is_one(project, run_cli):
+    batch = project / "pkg/batch.py"
+    settings = Settings()
+    assert check_source_in_project(batch.read_text(), str(batch), settings) == []  # no index yet: alone
+    run_cli("check", str(project))
+    found = check_source_in_project(batch.read_text(), str(batch), Settings())
+    assert [(d.span.row, d.code) for d in found] == [(5, "HTD101"), (13, "HTD101")]
+    assert "`pkg.runner.Runner.forward`" in found[0].message
