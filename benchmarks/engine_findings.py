@@ -35,9 +35,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from h2dlint.analyzer import check_file, enabled_rules
-from h2dlint.config import Overrides, settings_for_path
+from h2dlint.config import Overrides, config_for_path, settings_from
 from h2dlint.files import discover
+from h2dlint.project import check_paths
 
 BUILDERS = {"tensor", "as_tensor", "asarray"}
 HOST_BUILDERS = BUILDERS | {"from_numpy"}
@@ -93,15 +93,15 @@ def _run_engine(name: str, root: str, exclude: Sequence[str]) -> EngineReport:
     candidates = [c.path for c in discover([root], exclude) if c.error is None]
     excluded = len(discover([root])) - len(candidates)
     findings: Dict[Tuple[str, int], List[Tuple[str, str]]] = {}
-    errors = lines = 0
+    lines = 0
     started = time.perf_counter()
-    for path in candidates:
-        settings = settings_for_path(path, Overrides())
-        result = check_file(path, settings, enabled_rules(settings))
-        errors += result.error is not None
-        for d in result.diagnostics:
-            findings.setdefault((os.path.relpath(path, root), d.span.row), []).append((d.code, d.message))
+    # As `h2dlint check ROOT` does: one project, hotness across its files, no cache.
+    results = check_paths([root], settings_from(config_for_path(root), Overrides()), exclude, use_cache=False)
     seconds = time.perf_counter() - started
+    errors = sum(result.error is not None for result in results)
+    for result in results:
+        for d in result.diagnostics:
+            findings.setdefault((os.path.relpath(result.path, root), d.span.row), []).append((d.code, d.message))
     constructs: List[Construct] = []
     for path in candidates:
         with open(path, "rb") as handle:

@@ -17,7 +17,7 @@ from h2dlint.positions import source_lines
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
-from h2dlint.summary import Fix, ModuleSummary, Span
+from h2dlint.summary import Fix, ModuleSummary, Site, Span
 
 
 @dataclass(frozen=True)
@@ -73,13 +73,18 @@ def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> L
     """The reported findings of one summarised file, given the heat of its functions (by qualname)."""
     found = []
     for site, suppressed in zip(file.summary.sites, file.suppressed):
-        if RULES_BY_CODE[site.code].reports_capture:
-            reason = site.capture  # reported under capture, whatever the heat
-        else:
-            reason = site_reason_for(site, heat.get(site.function), module)
+        reason = report_reason(site, heat.get(site.function), module)
         if reason is not None and not suppressed:
             found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+
+
+def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
+    """Why `site` is reported, or None when it is not: hot code for most rules; CUDA-graph capture, whatever
+    the heat, for a rule that reports capture (HTD106)."""
+    if RULES_BY_CODE[site.code].reports_capture:
+        return site.capture
+    return site_reason_for(site, owner, module)
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:

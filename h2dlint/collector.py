@@ -209,7 +209,7 @@ class _Collector:
 
     def _visit_if(self, node: ast.If) -> None:
         self._visit(node.test)
-        guard = _is_cached_build_guard(node.test)
+        guard = _is_cached_build_guard(node.test) or _fills_a_cache(node)
         self._one_time += guard
         self._visit_all(node.body)
         self._one_time -= guard
@@ -367,6 +367,25 @@ def _is_cached_build_guard(test: ast.expr) -> bool:
     if isinstance(subject, ast.Attribute):
         return _is_self(subject.value)
     return _is_attribute_lookup(subject, "getattr")
+
+
+def _fills_a_cache(node: ast.If) -> bool:
+    """`if t is None:` or `if key not in CACHE:` whose body stores into a mapping (`CACHE[key] = t`): the
+    memoised build of `t = CACHE.get(key)`, which runs once per key."""
+    test = node.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    is_none = isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) and (
+        test.comparators[0].value is None
+    )
+    if not (is_none or isinstance(test.ops[0], ast.NotIn)):
+        return False
+    return any(
+        isinstance(target, ast.Subscript)
+        for statement in node.body
+        if isinstance(statement, (ast.Assign, ast.AugAssign))
+        for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+    )
 
 
 def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:

@@ -126,7 +126,7 @@ def site_cold_reason(site: Site) -> Optional[str]:
     if site.marked_cold:
         return "the site is marked `# h2dlint: cold`"
     if site.in_graph_capture:
-        return "it is inside a `torch.cuda.graph(...)` capture block, which runs once"
+        return f"it runs under CUDA-graph capture ({site.capture}), which HTD106 reports"
     if site.one_time:
         return "it is inside a one-time cached build (`if self._x is None:` / `if not hasattr(self, ...)`)"
     return None

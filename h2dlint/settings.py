@@ -29,6 +29,11 @@ DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
     "prepare_lora_*",
     "*forward_metadata*",  # attention backends: init_forward_metadata, once per forward batch
     "build*metadata*",  # metadata builders: build_metadata, build_*_metadata
+    "plan_*",  # attention and kernel planning per batch: plan_sparse_prefill
+    "*_plan",  # build_*_checkpoint_plan, attach_plan
+    "*replay*",  # CUDA-graph replay: replay_prepare, update_for_replay (capture stays cold)
+    "*decode*",  # decode paths: forward_decode, eagle_prepare_for_decode, *_decode_attention
+    "*extend*",  # prefill/extend paths: forward_extend, alloc_extend
     "execute_model",
     "sample",
     "sample_*",
