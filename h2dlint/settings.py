@@ -54,6 +54,10 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "*_after_loading",
     "*weight_loader*",
     "*weights_iterator*",
+    "*repack*",  # weight layout conversions: repack_*, *_zero_points, *_permute_scales
+    "*zero_points*",
+    "*permute_scales*",
+    "*autotune*",
     "create_*weights*",
     "create_*buffer*",
     "init_*buffer*",
