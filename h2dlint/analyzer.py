@@ -7,6 +7,7 @@ import functools
 import os
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from h2dlint.cache import Cache, cache_roots, file_stat
@@ -14,6 +15,7 @@ from h2dlint.collector import summarize
 from h2dlint.hotness import Heat, ModuleGraph, function_heat, mark_captured, propagate, site_reason_for
 from h2dlint.noqa import NoqaComments
 from h2dlint.positions import source_lines
+from h2dlint.rewrites import plan_fix
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
@@ -55,13 +57,13 @@ def candidate_rules(text: str, rules: Sequence[Rule]) -> List[Rule]:
     return [r for r in rules if r.may_match(text)]
 
 
-def summarize_source(text: str, rules: Sequence[Rule]) -> FileSummary:
+def summarize_source(text: str, settings: Settings, rules: Sequence[Rule]) -> FileSummary:
     """Parse and summarise one file for a project run. A file that no rule can match is still summarised
     (its functions and calls carry hotness to other files), but its parse errors are not reported."""
     candidates = candidate_rules(text, rules)
     try:
         lines = source_lines(text)
-        summary = _summarize(_parse(text), lines, candidates)
+        summary = _summarize(text, lines, candidates, settings)
     except SourceError as error:
         return FileSummary(ModuleSummary(), (), str(error) if candidates else None)
     except RecursionError:
@@ -75,7 +77,7 @@ def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> L
     for site, suppressed in zip(file.summary.sites, file.suppressed):
         reason = report_reason(site, heat.get(site.function), module)
         if reason is not None and not suppressed:
-            found.append(Diagnostic(site.code, f"{site.problem}; {reason}. {site.remedy}.", site.span))
+            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
 
 
@@ -87,6 +89,15 @@ def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Option
     return site_reason_for(site, owner, module)
 
 
+def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
+    """Parse `text` and summarise it, planning each site's fix. Raises SourceError."""
+    tree = _parse(text)
+    planner = partial(plan_fix, tree=tree, text=text, lines=lines, helper_module=settings.helper_module)
+    summary = summarize(tree, lines, rules, planner)
+    mark_captured(summary)
+    return summary
+
+
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
     """Diagnostics for one module's source text, reasoning about that module alone.
     Raises SourceError when it cannot be parsed."""
@@ -95,8 +106,15 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
     if not candidates:
         return []  # every rule needs a torch import and its trigger words
     lines = source_lines(text)
-    summary = _summarize(_parse(text), lines, candidates)
+    summary = _summarize(text, lines, candidates, settings)
     return diagnostics(FileSummary(summary, _suppressed(summary, lines)), function_heat(summary, settings))
+
+
+def _message(site: Site, reason: str) -> str:
+    message = f"{site.problem}; {reason}. {site.remedy}."
+    if site.unfixable:
+        message += f" Not fixed automatically: {site.unfixable}."
+    return message
 
 
 def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> FileResult:
@@ -122,12 +140,6 @@ def _parse(text: str) -> ast.Module:
         raise SourceError("too deeply nested for Python's parser") from None
     except ValueError as error:
         raise SourceError(str(error)) from None
-
-
-def _summarize(tree: ast.Module, lines: Sequence[str], rules: Sequence[Rule]) -> ModuleSummary:
-    summary = summarize(tree, lines, rules)
-    mark_captured(summary)
-    return summary
 
 
 def _suppressed(summary: ModuleSummary, lines: Sequence[str]) -> Tuple[bool, ...]:
@@ -157,7 +169,7 @@ def check_source_in_project(
         return []
     module, project_heat = known
     lines = source_lines(text)
-    summary = _summarize(_parse(text), lines, candidates)
+    summary = _summarize(text, lines, candidates, settings)
     heat = {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary, module), settings).items()}
     for qualname, found in project_heat.items():
         if qualname in summary.functions and (qualname not in heat or heat[qualname].hot):

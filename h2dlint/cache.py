@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -114,6 +113,8 @@ class Cache:
 
     def _write(self, path: str, value: Any) -> None:
         """Write atomically: a reader sees the old file or the new one, never half of one."""
+        import tempfile  # only runs that write need it
+
         try:
             folder = os.path.dirname(path)
             os.makedirs(folder, exist_ok=True)

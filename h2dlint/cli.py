@@ -1,4 +1,4 @@
-"""The command line: `h2dlint check [PATHS...]` and `h2dlint rule CODE`.
+"""The command line: `h2dlint check [PATHS...] [--fix|--diff]`, `h2dlint rule CODE`, `h2dlint vendor-helper PATH`.
 
 Exit codes: 0 clean, 1 findings or a file that could not be checked, 2 usage error.
 """
@@ -12,13 +12,18 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from h2dlint import __version__
 from h2dlint.analyzer import FileResult, enabled_rules
+from h2dlint.autofix import FixOutcome, fix_file, unified_diff
+from h2dlint.baseline import add_noqa_to_file
 from h2dlint.config import Overrides, config_for_path, excluded_by_config, settings_for_path, settings_from
 from h2dlint.explain import explain_line, parse_location, project_folder
+from h2dlint.files import discover
 from h2dlint.output import FORMATS, render, render_errors, render_statistics
 from h2dlint.project import analyse_paths, check_paths
-from h2dlint.rewrite import add_noqa_to_file
-from h2dlint.rules import ALL_CODES, ALL_RULES, RULES_BY_CODE
+from h2dlint.rules import ALL_CODES, ALL_RULES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, UsageError, selected_codes
+from h2dlint.sources import SourceError, read_bytes
+
+RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime.py")  # read, never imported
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -51,6 +56,8 @@ def run_check(args: argparse.Namespace) -> int:
     # Hotness is decided across all the files of a run, so the configuration governing the first path sets
     # the hot and cold names for the whole run; rule selection and per-file ignores apply file by file.
     settings = settings_from(config_for_path(paths[0]), overrides)
+    if args.fix or args.diff:
+        return _run_fix(args, overrides)
     results = check_paths(
         paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache, excluded=excluded_by_config
     )
@@ -86,11 +93,58 @@ def _add_noqa(results: Sequence[FileResult]) -> int:
         if result.diagnostics:
             try:
                 added += add_noqa_to_file(result.path, result.diagnostics)
+            except SourceError as error:
+                errors.append(FileResult(result.path, (), str(error)))
             except OSError as error:
                 errors.append(FileResult(result.path, (), f"cannot write: {error.strerror or error}"))
     sys.stderr.write(render_errors(errors))
     print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
     return EXIT_FINDINGS if errors else EXIT_CLEAN
+
+
+def _run_fix(args: argparse.Namespace, overrides: Overrides) -> int:
+    """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change.
+    Each file is fixed with its own configuration (`per-file-ignores` included)."""
+    outcomes = []
+    rules_for: Dict[Settings, List[Rule]] = {}
+    for candidate in discover(args.paths or ["."], overrides.exclude, excluded_by_config):
+        if candidate.error is not None:
+            outcomes.append(FixOutcome(candidate.path, (), 0, "", "", candidate.error))
+            continue
+        settings = settings_for_path(candidate.path, overrides)
+        rules = rules_for.setdefault(settings, enabled_rules(settings))
+        outcomes.append(fix_file(candidate.path, settings, rules, write=not args.diff))
+    results = [FileResult(o.path, o.remaining, o.error) for o in outcomes]
+    sys.stderr.write(render_errors(results))
+    fixed = sum(o.fixed for o in outcomes)
+    if args.diff:
+        sys.stdout.write("".join(unified_diff(o) for o in outcomes if o.changed))
+        sys.stderr.write(f"Would fix {_count(fixed)}.\n")
+        return EXIT_FINDINGS if fixed or any(r.error for r in results) else EXIT_CLEAN
+    sys.stdout.write(render(results, args.output_format))
+    if args.output_format == "text":
+        sys.stdout.write(f"Fixed {_count(fixed)}.\n")
+    failed = any(r.diagnostics or r.error for r in results)
+    return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
+def run_vendor_helper(args: argparse.Namespace) -> int:
+    """Copy the runtime helper's source into the user's project, so it need not depend on h2dlint to run."""
+    target = args.path
+    if os.path.isdir(target):
+        target = os.path.join(target, "h2d_runtime.py")
+    source = read_bytes(RUNTIME_SOURCE)
+    if os.path.exists(target) and read_bytes(target) != source and not args.force:
+        raise UsageError(f"{target} exists and differs from the helper; pass --force to overwrite it")
+    with open(target, "wb") as out:
+        out.write(source)
+    module = os.path.splitext(os.path.relpath(target))[0].replace(os.sep, ".")
+    print(f"Wrote {target}. Point fixes at it in pyproject.toml:\n\n[tool.h2dlint]\nhelper-module = \"{module}\"")
+    return EXIT_CLEAN
+
+
+def _count(fixes: int) -> str:
+    return f"{fixes} finding{'s' if fixes != 1 else ''}"
 
 
 def run_rule(args: argparse.Namespace) -> int:
@@ -141,8 +195,20 @@ def _parser() -> argparse.ArgumentParser:
         "--extend-cold-functions", type=_codes, default=[], metavar="NAMES",
         help="more one-time function names (globs), comma-separated",
     )
+    fixing = check.add_mutually_exclusive_group()
+    fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
+    fixing.add_argument(
+        "--diff", action="store_true", help="print the fixes as a unified diff and change nothing (exit 1 if any)"
+    )
     _add_speed_options(check)
     check.set_defaults(run=run_check)
+
+    vendor = commands.add_parser(
+        "vendor-helper", help="write the runtime helper's source into your project (see helper-module)"
+    )
+    vendor.add_argument("path", metavar="PATH", help="a .py file to write, or a folder (writes h2d_runtime.py)")
+    vendor.add_argument("--force", action="store_true", help="overwrite a file that differs")
+    vendor.set_defaults(run=run_vendor_helper)
 
     rule = commands.add_parser("rule", help="print a rule's documentation, or list the rules")
     rule.add_argument("code", nargs="?", help="a rule code such as HTD101")

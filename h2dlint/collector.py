@@ -11,11 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from h2dlint.constructs import stream_work_in
 from h2dlint.positions import span_of
-from h2dlint.rules import Rule
+from h2dlint.rewrites import Rewrite
+from h2dlint.rules import Match, Rule
 from h2dlint.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
-from h2dlint.summary import MODULE, CallRef, ClassInfo, FunctionInfo, ModuleSummary, Site
+from h2dlint.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
 from h2dlint.syntax import child_nodes
+
+FixPlanner = Callable[[Rewrite], Fix]
 
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
@@ -28,9 +32,14 @@ _Scope = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 
 
-def summarize(module: ast.Module, lines: Sequence[str], rules: Sequence[Rule]) -> ModuleSummary:
-    """`lines` are the source's lines as Python numbers them (see `positions.source_lines`)."""
-    collector = _Collector(lines, rules)
+def summarize(
+    module: ast.Module, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner] = None
+) -> ModuleSummary:
+    """`lines` are the source's lines as Python numbers them (see `positions.source_lines`).
+
+    `plan_fix` turns a rule's `Rewrite` into text edits; without it, sites carry no fixes.
+    """
+    collector = _Collector(lines, rules, plan_fix)
     collector.run(module)
     return collector.summary
 
@@ -49,11 +58,14 @@ class _Frame:
     kind: str  # "module", "class" or "function"
     qualname: str
     loops: List[Tuple[str, int]] = field(default_factory=list)
+    node: Optional[ast.AST] = None  # the function, for frames of kind "function"
+    stream_work: Optional[str] = None  # memo of `stream_work_in(node)`; "" when there is none
 
 
 class _Collector:
-    def __init__(self, lines: Sequence[str], rules: Sequence[Rule]):
+    def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner]):
         self.summary = ModuleSummary()
+        self._plan_fix = plan_fix
         self._lines = lines
         self._rules = rules
         self._names = NameResolver()
@@ -121,7 +133,7 @@ class _Collector:
         )
         # Bindings only serve rule matching; a file no rule can match is summarised for its calls alone.
         self._names.push(function_bindings(node, self._walrus) if self._rules else Bindings())
-        self._frames.append(_Frame("function", qualname))
+        self._frames.append(_Frame("function", qualname, node=node))
         # Decorators, defaults and annotations count as the function's own code, as they always have.
         self._visit_all(node.decorator_list)
         self._visit_arguments(node.args)
@@ -251,18 +263,19 @@ class _Collector:
         for rule in self._rules:
             found = rule.match(node, self._names)
             if found is not None:
-                self._record_site(rule, found.node, found.problem, found.remedy)
+                self._record_site(rule, found)
         self._visit(node.func)
         self._visit_all(_arguments_in_source_order(node))
 
-    def _record_site(self, rule: Rule, node: ast.AST, problem: str, remedy: str) -> None:
-        span = span_of(node, self._lines)
+    def _record_site(self, rule: Rule, found: Match) -> None:
+        span = span_of(found.node, self._lines)
+        fix, unfixable = self._fix(found)
         loops = self._frames[-1].loops
         self.summary.sites.append(
             Site(
                 code=rule.code,
-                problem=problem,
-                remedy=remedy,
+                problem=found.problem,
+                remedy=found.remedy,
                 span=span,
                 function=self._owner(),
                 loop=loops[-1] if loops else None,
@@ -270,8 +283,29 @@ class _Collector:
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
                 one_time=self._one_time > 0,
+                fix=fix,
+                unfixable=unfixable,
             )
         )
+
+    def _fix(self, found: Match) -> Tuple[Optional[Fix], Optional[str]]:
+        if found.rewrite is None or self._plan_fix is None or any(self._captures):
+            # A pinned copy captured into a CUDA graph would read memory the graph does not own.
+            return None, found.unfixable
+        stream_work = self._stream_work()
+        if stream_work:
+            return None, (
+                f"the function also {stream_work}, which may rely on the blocking copy draining the stream"
+            )
+        return self._plan_fix(found.rewrite), None
+
+    def _stream_work(self) -> str:
+        frame = self._frames[-1]
+        if frame.node is None:
+            return ""
+        if frame.stream_work is None:
+            frame.stream_work = stream_work_in(frame.node, self._names) or ""
+        return frame.stream_work
 
     def _record_call_ref(self, node: ast.Call) -> None:
         ref = _call_target(node.func)

@@ -176,3 +176,39 @@ def device_copy(call: ast.Call, names: NameResolver) -> Optional[DeviceCopy]:
             i < len(positional) and is_constant(positional[i], "True") for i in flag_positions
         )
     return DeviceCopy(receiver=call.func.value, method=method, non_blocking=non_blocking)
+
+
+_STREAM_METHODS = frozenset({"wait_stream", "record_stream", "wait_event"})
+_STREAM_CALLS = frozenset({"torch.cuda.stream", "torch.cuda.Stream", "torch.cuda.set_stream"})
+
+
+def stream_work_in(function: ast.AST, names: NameResolver) -> Optional[str]:
+    """What `function` does that may depend on the current stream being drained, or None.
+
+    A blocking H2D copy leaves the stream drained as a side effect; a function that also hands tensors between
+    streams, or starts non-blocking copies whose results it reads later, may rely on that by accident.
+    """
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _STREAM_METHODS:
+            return f"calls `.{node.func.attr}()`"
+        if names.qualify(node.func) in _STREAM_CALLS:
+            return f"uses `{names.qualify(node.func)}`"
+        if _is_async_device_to_host(node, names):
+            return f"copies with `.{node.func.attr}(..., non_blocking=True)`"  # type: ignore[attr-defined]
+    return None
+
+
+def _is_async_device_to_host(call: ast.Call, names: NameResolver) -> bool:
+    """`.cpu(non_blocking=True)`, `.to("cpu", non_blocking=True)`, or `.copy_(src, non_blocking=True)`,
+    whose direction is unknown and so counted."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in ("cpu", "to", "copy_"):
+        return False
+    flag = keyword_value(call, "non_blocking")
+    if flag is None or is_false_literal(flag):
+        return False
+    if call.func.attr != "to":
+        return True
+    device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
+    return device is not None and is_host_device(device, names) and device_type(device, names) != ""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence, Tuple
 
-import pathspec
+if TYPE_CHECKING:  # imported when a .gitignore or --exclude needs it: a warm run has no time for it
+    import pathspec
 
 # Folders never worth linting, as in ruff's defaults.
 DEFAULT_EXCLUDED_DIRS = frozenset(
@@ -26,7 +27,7 @@ class Candidate:
     error: Optional[str] = None
 
 
-_Ignore = Tuple[str, pathspec.GitIgnoreSpec]  # a folder and the patterns that apply below it
+_Ignore = Tuple[str, "pathspec.GitIgnoreSpec"]  # a folder and the patterns that apply below it
 Excluded = Callable[[str, bool], bool]  # (path, is_dir) -> skip it; e.g. a configuration's `exclude`
 
 
@@ -50,7 +51,7 @@ def _nothing_excluded(path: str, is_dir: bool) -> bool:
 def _walk(top: str, exclude: Sequence[str], excluded: Excluded) -> Iterator[str]:
     base = _ancestor_ignores(top)
     if exclude:
-        base.append((top, pathspec.GitIgnoreSpec.from_lines(exclude)))
+        base.append((top, _spec(exclude)))
     inherited = {os.path.normpath(top): base}
     for folder, dirs, files in os.walk(top):
         here = inherited.pop(os.path.normpath(folder))
@@ -93,10 +94,16 @@ def _ancestor_ignores(top: str) -> List[_Ignore]:
     return found
 
 
-def _read_gitignore(folder: str) -> Optional[pathspec.GitIgnoreSpec]:
+def _spec(lines: Sequence[str]) -> "pathspec.GitIgnoreSpec":
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _read_gitignore(folder: str) -> "Optional[pathspec.GitIgnoreSpec]":
     try:
         with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as handle:
-            return pathspec.GitIgnoreSpec.from_lines(handle.read().splitlines())
+            return _spec(handle.read().splitlines())
     except OSError:
         return None
 

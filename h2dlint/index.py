@@ -46,27 +46,48 @@ _BUILTIN_METHODS = frozenset(
 NEVER_BY_NAME = _TENSOR_AND_MODULE_METHODS | _BUILTIN_METHODS
 
 
-def module_name(path: str) -> str:
-    """`pkg.sub.mod` for `.../pkg/sub/mod.py` (folders with `__init__.py` are packages); `pkg.sub` for its
-    `__init__.py`."""
-    folder, filename = os.path.split(os.path.abspath(path))
-    stem = filename[:-3] if filename.endswith(".py") else filename
-    parts = [] if stem == "__init__" else [stem]
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
-        folder, package = os.path.split(folder)
-        parts.append(package)
-        if not package:
-            break
-    return ".".join(reversed(parts)) or stem
+def module_names(paths: Iterable[str]) -> Dict[str, str]:
+    """A short dotted name for each file, unique in the run: its path from the folder above the files'
+    common folder (`srt.managers.scheduler` for `.../sglang/srt/managers/scheduler.py`)."""
+    absolute = {p: os.path.abspath(p) for p in paths}
+    if not absolute:
+        return {}
+    base = os.path.dirname(os.path.commonpath([os.path.dirname(a) for a in absolute.values()]))
+    names: Dict[str, str] = {}
+    taken: Set[str] = set()
+    for path, full in absolute.items():
+        name = ".".join(_components(os.path.relpath(full, base)))
+        if name in taken:
+            name = os.path.relpath(full, base)  # `pkg.py` beside `pkg/__init__.py`: keep both apart
+        taken.add(name)
+        names[path] = name
+    return names
+
+
+def _components(path: str) -> List[str]:
+    """`a/b/c.py` -> [a, b, c]; `a/b/__init__.py` -> [a, b]."""
+    parts = [p for p in path.replace(os.sep, "/").split("/") if p]
+    if parts and parts[-1].endswith(".py"):
+        parts[-1] = parts[-1][:-3]
+    if len(parts) > 1 and parts[-1] == "__init__":
+        parts.pop()
+    return parts
 
 
 class ProjectGraph(CallGraph):
     """Functions and calls of every module of a project, resolved across files."""
 
-    def __init__(self, modules: Dict[str, ModuleSummary], packages: Iterable[str] = ()) -> None:
-        """`modules` by dotted name; `packages` are the names among them that are `__init__.py` files."""
+    def __init__(self, modules: Dict[str, ModuleSummary], paths: Dict[str, str]) -> None:
+        """`modules` by short name (see `module_names`); `paths` maps those names to the files' paths.
+
+        Imports are resolved by the files' full paths: `sglang.srt.managers.schedule_batch` is the module
+        whose path ends in `sglang/srt/managers/schedule_batch(.py|/__init__.py)`, if exactly one does. This
+        needs no knowledge of where the import root is, and works for namespace packages (no `__init__.py`).
+        """
         self._modules = modules
-        self._packages = frozenset(packages)
+        self._full_names = {name: ".".join(_components(os.path.abspath(path))) for name, path in paths.items()}
+        self._packages = frozenset(n for n, p in paths.items() if os.path.basename(p) == "__init__.py")
+        self._by_suffix = _suffix_index(self._full_names)
         self._local = {name: ModuleGraph(summary, name) for name, summary in modules.items()}
         self._defined_names: Set[str] = set()
         self._methods_by_name: Dict[str, List[Key]] = {}
@@ -181,6 +202,8 @@ class ProjectGraph(CallGraph):
         return found
 
     def _by_name(self, name: str) -> List[Key]:
+        if "_" not in name.strip("_"):
+            return []  # one-word names (`connect`, `process`) are shared with libraries: no evidence
         candidates = self._methods_by_name.get(name, [])
         return list(candidates) if len(candidates) <= BY_NAME_LIMIT else []
 
@@ -194,13 +217,26 @@ class ProjectGraph(CallGraph):
         if target is None:
             defined = name in summary.functions or name in summary.classes
             return (module, name) if defined else None
-        dotted = _absolute(target, module, module in self._packages)
-        if dotted in self._modules:
-            return (dotted, None)
+        dotted = _absolute(target, self._full_names[module], module in self._packages)
+        found = self._by_suffix.get(dotted)
+        if found:
+            return (found, None)
         parent, _, last = dotted.rpartition(".")
-        if parent in self._modules:
-            return self._lookup(parent, last, depth + 1)  # follows re-exports in `__init__.py`
+        found = self._by_suffix.get(parent)
+        if found:
+            return self._lookup(found, last, depth + 1)  # follows re-exports in `__init__.py`
         return None
+
+
+def _suffix_index(full_names: Dict[str, str]) -> Dict[str, str]:
+    """Every dotted suffix of every module's full name -> that module ("" when two modules share it)."""
+    index: Dict[str, str] = {}
+    for name, full in full_names.items():
+        parts = full.split(".")
+        for start in range(len(parts)):
+            suffix = ".".join(parts[start:])
+            index[suffix] = name if index.get(suffix, name) == name else ""
+    return index
 
 
 def _absolute(target: str, module: str, is_package: bool) -> str:

@@ -25,6 +25,11 @@ def source_lines(text: str) -> List[str]:
     return lines
 
 
+def line_starts(text: str) -> List[int]:
+    """The offset in `text` where each row starts; a row ends with a line break iff a next entry exists."""
+    return [0] + [found.end() for found in _LINE_BREAK.finditer(text)]
+
+
 def char_column(lines: Sequence[str], row: int, byte_offset: int) -> int:
     """The 0-based character column of a UTF-8 byte offset on 1-based row `row`."""
     if row > len(lines):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from contextlib import contextmanager
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -22,9 +21,9 @@ from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules
 from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
 from h2dlint.files import Candidate, Excluded, discover
 from h2dlint.hotness import Heat, Key, propagate
-from h2dlint.index import ProjectGraph, module_name
+from h2dlint.index import ProjectGraph, module_names
 from h2dlint.settings import Settings
-from h2dlint.sources import SourceError, decode_source
+from h2dlint.sources import SourceError, decode_source, read_bytes
 from h2dlint.summary import ModuleSummary
 
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -111,11 +110,8 @@ def analyse(
     outcomes = _summaries(paths, settings, jobs or default_jobs(), cache, last or LastRun())
     # In discovery order, whichever files came from the cache: ties between call chains break the same way.
     done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
-    modules = _module_names(done)
-    graph = ProjectGraph(
-        {modules[p]: o[2].summary for p, o in done.items()},
-        packages={modules[p] for p in done if os.path.basename(p) == "__init__.py"},
-    )
+    modules = module_names(done)
+    graph = ProjectGraph({modules[p]: o[2].summary for p, o in done.items()}, {modules[p]: p for p in done})
     heat = propagate(graph, settings)
     results = []
     for candidate in candidates:
@@ -131,19 +127,6 @@ def analyse(
 
 def _file_heat(heat: Dict[Key, Heat], module: str, file: FileSummary) -> Dict[str, Heat]:
     return {q: found for q in file.summary.functions if (found := heat.get((module, q))) is not None}
-
-
-def _module_names(paths: Iterable[str]) -> Dict[str, str]:
-    """Each file's dotted module name; a second file claiming a name is known by its path instead."""
-    names: Dict[str, str] = {}
-    taken = set()
-    for path in paths:
-        name = module_name(path)
-        if name in taken:
-            name = os.path.abspath(path)
-        taken.add(name)
-        names[path] = name
-    return names
 
 
 # --- the cache's fast path: nothing changed -------------------------------------------------------------------
@@ -215,6 +198,8 @@ def _summarize_all(
         with _collector_paused():
             _init_worker(settings, cache_root)
             return [(p, _summarize_file(p)) for p in paths]
+    from concurrent.futures import ProcessPoolExecutor  # imported here: it costs a warm run ~20 ms
+
     chunk = max(1, min(32, len(paths) // (jobs * 8)))
     with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(settings, cache_root)) as pool:
         return list(zip(paths, pool.map(_summarize_file, paths, chunksize=chunk)))
@@ -238,6 +223,7 @@ _WORKER: dict = {}  # what each worker process (or the serial path) needs: the r
 
 def _init_worker(settings: Settings, cache_root: Optional[str]) -> None:
     gc.disable()  # see `_collector_paused`
+    _WORKER["settings"] = settings
     _WORKER["rules"] = enabled_rules(settings)
     _WORKER["cache"] = Cache(settings, cache_root) if cache_root is not None else None
 
@@ -245,18 +231,15 @@ def _init_worker(settings: Settings, cache_root: Optional[str]) -> None:
 def _summarize_file(path: str) -> _Outcome:
     stat = file_stat(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        return "is a directory, not a Python file"
-    except OSError as error:
-        return f"cannot read: {error.strerror or error}"
+        data = read_bytes(path)
+    except SourceError as error:
+        return str(error)
     key = content_key(data)
     cache: Optional[Cache] = _WORKER["cache"]
     summary = cache.load_summary(key) if cache is not None else None
     if summary is None:
         try:
-            summary = summarize_source(decode_source(data), _WORKER["rules"])
+            summary = summarize_source(decode_source(path, data).text, _WORKER["settings"], _WORKER["rules"])
         except SourceError as error:
             summary = FileSummary(ModuleSummary(), (), str(error))
         except Exception as error:  # a bug in h2dlint must not stop the other files; never cached

@@ -68,6 +68,8 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "*warm_up*",
     "*dummy*",
     "test_*",
+    "*profile_run*",
+    "_profile_*",
 )
 
 

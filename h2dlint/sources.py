@@ -19,20 +19,23 @@ class SourceFile:
 
 
 def read_source(path: str) -> SourceFile:
+    return decode_source(path, read_bytes(path))
+
+
+def read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            return handle.read()
     except IsADirectoryError:
         raise SourceError("is a directory, not a Python file") from None
     except OSError as error:
         raise SourceError(f"cannot read: {error.strerror or error}") from None
+
+
+def decode_source(path: str, raw: bytes) -> SourceFile:
+    """Decode a file's bytes (the fixer keeps them, to notice a file that changed before it writes)."""
     encoding = _encoding(raw)
     return SourceFile(path, _decode(raw, encoding), encoding)
-
-
-def decode_source(raw: bytes) -> str:
-    """A file's bytes as text, honouring the BOM and the coding cookie; raises SourceError."""
-    return _decode(raw, _encoding(raw))
 
 
 def _decode(raw: bytes, encoding: str) -> str:

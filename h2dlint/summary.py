@@ -86,6 +86,8 @@ class Site:
     in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
     capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"
     one_time: bool = False  # under a cached-build guard: `if self._x is None:` / `if not hasattr(self, ...)`
+    fix: Optional[Fix] = None
+    unfixable: Optional[str] = None  # why the rule's fix does not apply here
 
 
 @dataclass

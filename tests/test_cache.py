@@ -31,9 +31,9 @@ def parses(monkeypatch):
     count = {"files": 0}
     real = h2dlint.project.summarize_source
 
-    def counting(text, rules):
+    def counting(text, settings, rules):
         count["files"] += 1
-        return real(text, rules)
+        return real(text, settings, rules)
 
     monkeypatch.setattr(h2dlint.project, "summarize_source", counting)
     return count

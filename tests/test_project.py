@@ -143,3 +143,31 @@ def test_one_file_faces_use_the_cached_index_when_there_is_one(project, run_cli)
     found = check_source_in_project(batch.read_text(), str(batch), Settings())
     assert [(d.span.row, d.code) for d in found] == [(5, "HTD101"), (13, "HTD101")]
     assert "`pkg.runner.Runner.forward`" in found[0].message
+
+
+def test_absolute_imports_resolve_in_namespace_packages(tmp_path, run_cli):
+    """sglang's `srt` folders have no `__init__.py`; imports are matched by the files' paths."""
+    root = write_tree(
+        tmp_path / "app",
+        {
+            "core/batch.py": "import torch\n\ndef build(ids, dev):\n    return torch.tensor(ids, device=dev)\n",
+            "serve/loop.py": "from app.core.batch import build\n\ndef step(ids, dev):\n    return build(ids, dev)\n",
+        },
+    )
+    _, out, _ = run_cli("check", str(root))
+    [line] = findings(out)
+    assert "batch.py:4:12" in line and "called from `app.serve.loop.step` (per step)" in line
+
+
+def test_one_word_methods_are_not_linked_by_name(tmp_path, run_cli):
+    """`sock.connect()` in a loop says nothing about a project class that happens to define `connect`."""
+    root = write_tree(
+        tmp_path / "p",
+        {
+            "pool.py": "import torch\n\nclass Pool:\n    def connect(self, rows):\n"
+            "        self.t = torch.tensor(rows, device='cuda')\n",
+            "net.py": "def serve(sockets, addr):\n    for sock in sockets:\n        sock.connect(addr)\n",
+        },
+    )
+    code, out, _ = run_cli("check", str(root))
+    assert code == 0, out

@@ -90,3 +90,31 @@ def test_run_decode_refuses_an_unavailable_device():
 def test_run_decode_on_cuda_is_deterministic():
     first = _digest(REFERENCE, "--device", "cuda", "--steps", "24")
     assert _digest(REFERENCE, "--device", "cuda", "--steps", "24") == first
+
+
+def _fixed_copy(tmp_path):
+    copy = tmp_path / "fixed"
+    shutil.copytree(REFERENCE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run([PYTHON, "-m", "h2dlint", "check", "--fix", str(copy)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr  # nothing is left unfixed
+    return copy, done.stdout
+
+
+def test_fix_removes_every_finding_and_keeps_the_output(tmp_path):
+    copy, report = _fixed_copy(tmp_path)
+    assert "Fixed 2 findings." in report
+    settings = Settings()
+    assert [d for c in discover([str(copy)]) for d in check_file(c.path, settings).diagnostics] == []
+    changed = {p.name for p in copy.glob("*.py") if p.read_bytes() != (REFERENCE / p.name).read_bytes()}
+    assert changed == {"eagle_info.py", "schedule_batch.py"}
+    for args in (("--steps", "24"), ("--steps", "5", "--batch-size", "3")):
+        assert _digest(copy, "--device", "cpu", *args) == _digest(REFERENCE, "--device", "cpu", *args)
+
+
+def test_a_second_fix_changes_nothing(tmp_path):
+    copy, _ = _fixed_copy(tmp_path)
+    once = {p.name: p.read_bytes() for p in copy.glob("*.py")}
+    done = subprocess.run([PYTHON, "-m", "h2dlint", "check", "--diff", str(copy)], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "")
+    subprocess.run([PYTHON, "-m", "h2dlint", "check", "--fix", str(copy)], capture_output=True, check=True)
+    assert {p.name: p.read_bytes() for p in copy.glob("*.py")} == once

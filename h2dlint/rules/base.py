@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Sequence, Tuple
 
+from h2dlint.rewrites import Rewrite
 from h2dlint.scopes import NameResolver
 from h2dlint.settings import Settings
 
@@ -22,6 +23,8 @@ class Match:
     node: ast.AST
     problem: str
     remedy: str
+    rewrite: Optional[Rewrite] = None  # how to fix it, when the rule knows a behaviour-preserving fix
+    unfixable: Optional[str] = None  # why a rule that has a fix cannot apply it here
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class Rule:
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
     # True for a rule that reports constructs under CUDA-graph capture: its sites are reported when they run
-    # under capture (see `capture_reason`), whatever their hotness, and other rules' sites there are not.
+    # under capture (see `analyzer.report_reason`), whatever their hotness, and other rules' sites there are not.
     reports_capture: ClassVar[bool] = False
 
     def __init__(self, settings: Optional[Settings] = None) -> None:

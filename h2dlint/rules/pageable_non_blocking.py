@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from h2dlint.constructs import device_copy, host_built_tensor
+from h2dlint.rewrites import copy_rewrite
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.scopes import NameResolver
 
@@ -108,9 +109,12 @@ class PageableNonBlocking(Rule):
         if copy is None or not copy.non_blocking or host_built_tensor(copy.receiver, names) is None:
             return None
         source = f"`{copy.receiver.id}`, " if isinstance(copy.receiver, ast.Name) else ""
+        rewrite, unfixable = copy_rewrite(call, names)
         return Match(
             node=call,
             problem=f"`.{copy.method}(..., non_blocking=True)` copies {source}a tensor just built in pageable"
             " memory, so the copy is not asynchronous and may sync the stream",
             remedy="Build the tensor with `pin_memory=True` so that `non_blocking=True` takes effect",
+            rewrite=rewrite,
+            unfixable=unfixable,
         )

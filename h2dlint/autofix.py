@@ -1,0 +1,139 @@
+"""Applying fixes: to source text, then to files on disk, never leaving a half-written file.
+
+Fixes are text edits (ruff's model). A fix is applied whole or not at all; one that overlaps a fix already
+taken waits for the next pass, since fixing the outer construct may make the inner one disappear or change.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from h2dlint.analyzer import Diagnostic, check_source
+from h2dlint.rules import Rule
+from h2dlint.settings import Settings
+from h2dlint.positions import line_starts
+from h2dlint.sources import SourceError, decode_source, read_bytes
+from h2dlint.summary import Edit, Fix, Span
+
+MAX_PASSES = 10  # nested fixable sites need one pass per level; real code needs one or two
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    """What fixing one file did: the findings left, how many were fixed, and the text before and after."""
+
+    path: str
+    remaining: Sequence[Diagnostic]
+    fixed: int
+    before: str
+    after: str
+    error: Optional[str] = None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def apply_fixes(text: str, fixes: Iterable[Fix]) -> Tuple[str, int]:
+    """Apply every fix that does not overlap one taken before it; returns the new text and the count applied."""
+    starts = line_starts(text)
+    taken: List[Tuple[int, int, str]] = []
+    applied = 0
+    for fix in fixes:
+        edits = [(_offset(starts, e.span.row, e.span.column), _offset(starts, e.span.end_row, e.span.end_column),
+                  e.content) for e in fix.edits]
+        fresh = [e for e in edits if e not in taken]  # two fixes may need the same import
+        if any(_overlaps(edit, other) for edit in fresh for other in taken):
+            continue
+        taken.extend(fresh)
+        applied += 1
+    for start, end, content in sorted(taken, key=lambda e: (e[0], e[1]), reverse=True):
+        text = text[:start] + content + text[end:]
+    return text, applied
+
+
+def fix_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> Tuple[str, int, List[Diagnostic]]:
+    """Fix text until nothing fixable is left; returns the text, the number of fixes and the findings left."""
+    fixed = 0
+    for _ in range(MAX_PASSES):
+        diagnostics = check_source(text, settings, rules)
+        fixes = [d.fix for d in diagnostics if d.fix is not None]
+        if not fixes:
+            return text, fixed, diagnostics
+        new_text, applied = apply_fixes(text, fixes)
+        _require_valid_python(new_text)
+        text, fixed = new_text, fixed + applied
+    return text, fixed, check_source(text, settings, rules)
+
+
+def fix_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None, write: bool = True) -> FixOutcome:
+    """Fix one file in place (or only compute the fix when `write` is false). Errors become one line."""
+    try:
+        raw = read_bytes(path)
+        source = decode_source(path, raw)
+        after, fixed, remaining = fix_source(source.text, settings, rules)
+        if write and after != source.text:
+            write_atomically(path, after.encode(source.encoding), expected=raw)
+        return FixOutcome(path, remaining, fixed, source.text, after)
+    except SourceError as error:
+        return FixOutcome(path, (), 0, "", "", str(error))
+    except RecursionError:
+        return FixOutcome(path, (), 0, "", "", "too deeply nested to analyse")
+    except Exception as error:  # a bug in h2dlint must not stop the other files
+        return FixOutcome(path, (), 0, "", "", f"internal error ({type(error).__name__}: {error}); please report it")
+
+
+def write_atomically(path: str, data: bytes, expected: bytes) -> None:
+    """Replace the file's bytes in one step, keeping its mode; refuse if it changed since it was read."""
+    target = os.path.realpath(path)  # write through a symlink, don't replace the link itself
+    if read_bytes(target) != expected:
+        raise SourceError("changed on disk while it was being fixed; not written")
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".h2dlint-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        _remove_quietly(temporary)
+        raise
+
+
+def unified_diff(outcome: FixOutcome) -> str:
+    """The change as a unified diff, keeping each line's own ending so CRLF files diff as they are."""
+    before = outcome.before.splitlines(keepends=True)
+    after = outcome.after.splitlines(keepends=True)
+    lines = difflib.unified_diff(before, after, fromfile=f"a/{outcome.path}", tofile=f"b/{outcome.path}")
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _offset(starts: Sequence[int], row: int, column: int) -> int:
+    return starts[row - 1] + column - 1
+
+
+def _overlaps(a: Tuple[int, int, str], b: Tuple[int, int, str]) -> bool:
+    """Two edits conflict when their ranges intersect, or when both insert at the same place."""
+    return a[0] < b[1] and b[0] < a[1] or (a[0] == a[1] == b[0] == b[1])
+
+
+def _require_valid_python(text: str) -> None:
+    try:
+        compile(text, "<fixed>", "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as error:  # a bug in a fix; never write such a file
+        raise SourceError(f"internal error: the fix would not parse ({error.msg}); please report it") from None
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

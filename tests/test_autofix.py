@@ -1,0 +1,145 @@
+"""Fixing files: what is written, what is kept byte for byte, and what the command line reports."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, ROOT
+from h2dlint.autofix import apply_fixes, fix_file, write_atomically
+from h2dlint.settings import Settings
+from h2dlint.sources import SourceError
+from h2dlint.summary import Edit, Fix, Span
+
+HOT = "import torch\n\n\ndef forward(ids, device):\n    return torch.tensor(ids, device=device)  # keep me\n"
+FIXED = (
+    "import torch\nfrom h2dlint.runtime import h2d_tensor\n\n\n"
+    "def forward(ids, device):\n    return h2d_tensor(ids, device=device)  # keep me\n"
+)
+
+
+def _fix(*spans_and_contents):
+    return Fix("test", tuple(Edit(Span(*span), content) for span, content in spans_and_contents))
+
+
+def test_apply_fixes_skips_a_fix_that_overlaps_one_taken_and_shares_identical_imports():
+    text = "abcdef\n"
+    first = _fix(((1, 2, 1, 4), "X"), ((1, 1, 1, 1), "import\n"))
+    overlapping = _fix(((1, 3, 1, 5), "Y"))
+    same_import = _fix(((1, 5, 1, 6), "Z"), ((1, 1, 1, 1), "import\n"))
+    assert apply_fixes(text, [first, overlapping, same_import]) == ("import\naXdZf\n", 2)
+
+
+def test_fixes_a_file_and_keeps_everything_else(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(HOT, encoding="utf-8")
+    outcome = fix_file(str(path), Settings())
+    assert (outcome.fixed, outcome.remaining, outcome.error) == (1, [], None)
+    assert path.read_text(encoding="utf-8") == FIXED
+
+
+@pytest.mark.parametrize(
+    "encoding, prefix, newline",
+    [("utf-8", b"", "\r\n"), ("utf-8-sig", b"", "\n"), ("latin-1", b"# -*- coding: latin-1 -*-\n", "\n")],
+    ids=["crlf", "bom", "latin-1-cookie"],
+)
+def test_keeps_line_endings_bom_and_encoding(tmp_path, encoding, prefix, newline):
+    path = tmp_path / "model.py"
+    original = prefix + (HOT.replace("keep me", "gardé") ).replace("\n", newline).encode(encoding)
+    path.write_bytes(original)
+    fix_file(str(path), Settings())
+    expected = prefix + FIXED.replace("keep me", "gardé").replace("\n", newline).encode(encoding)
+    assert path.read_bytes() == expected
+
+
+def test_keeps_mixed_line_endings_of_untouched_lines(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_bytes(HOT.replace("\n", "\r\n", 1).encode())  # only the first line ends in CRLF
+    fix_file(str(path), Settings())
+    assert path.read_bytes() == FIXED.replace("\n", "\r\n", 2).encode()  # the import takes the file's first
+
+
+def test_keeps_the_file_mode_and_writes_through_a_symlink(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(HOT, encoding="utf-8")
+    os.chmod(path, 0o751)
+    link = tmp_path / "link.py"
+    link.symlink_to(path)
+    fix_file(str(link), Settings())
+    assert link.is_symlink() and path.read_text(encoding="utf-8") == FIXED
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o751
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".h2dlint-")] == []
+
+
+def test_refuses_to_overwrite_a_file_that_changed_since_it_was_read(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text("new contents\n", encoding="utf-8")
+    with pytest.raises(SourceError, match="changed on disk"):
+        write_atomically(str(path), b"fixed\n", expected=b"old contents\n")
+    assert path.read_text(encoding="utf-8") == "new contents\n"
+
+
+def test_check_fix_reports_what_is_left_and_exits_by_it(tmp_path, run_cli):
+    fixable = tmp_path / "a.py"
+    fixable.write_text(HOT, encoding="utf-8")
+    unfixable = tmp_path / "b.py"
+    unfixable.write_text(HOT.replace("device=device)", "device=device, **kw)"), encoding="utf-8")
+    code, out, err = run_cli("check", "--fix", str(tmp_path))
+    assert code == 1 and err == ""
+    assert fixable.read_text(encoding="utf-8") == FIXED
+    assert "b.py:5:12: HTD101" in out and "Not fixed automatically" in out
+    assert "Fixed 1 finding." in out
+    unfixable.write_text("x = 1\n", encoding="utf-8")
+    assert run_cli("check", "--fix", str(tmp_path))[0] == 0
+
+
+def test_diff_prints_the_change_writes_nothing_and_exits_1(tmp_path, run_cli):
+    path = tmp_path / "a.py"
+    path.write_text(HOT, encoding="utf-8")
+    code, out, err = run_cli("check", "--diff", str(path))
+    assert code == 1 and "Would fix 1 finding." in err
+    assert "-    return torch.tensor(ids, device=device)  # keep me" in out
+    assert "+    return h2d_tensor(ids, device=device)  # keep me" in out
+    assert "+from h2dlint.runtime import h2d_tensor" in out
+    assert path.read_text(encoding="utf-8") == HOT
+    path.write_text(FIXED, encoding="utf-8")
+    assert run_cli("check", "--diff", str(path))[:2] == (0, "")
+
+
+def test_fix_and_diff_are_mutually_exclusive(run_cli):
+    with pytest.raises(SystemExit) as exited:
+        run_cli("check", "--fix", "--diff", ".")
+    assert exited.value.code == 2
+
+
+def test_helper_module_setting_changes_the_import():
+    from h2dlint.autofix import fix_source
+
+    fixed, _, _ = fix_source(HOT, Settings(helper_module="mypkg._h2d"))
+    assert "from mypkg._h2d import h2d_tensor\n" in fixed
+
+
+def test_vendor_helper_writes_the_runtime_source_once(tmp_path, run_cli):
+    code, out, _ = run_cli("vendor-helper", str(tmp_path))
+    written = tmp_path / "h2d_runtime.py"
+    assert code == 0 and written.read_bytes() == (ROOT / "h2dlint" / "runtime.py").read_bytes()
+    assert "helper-module" in out
+    assert "import h2dlint" not in written.read_text(encoding="utf-8")  # it must stand alone
+    written.write_text("mine\n", encoding="utf-8")
+    assert run_cli("vendor-helper", str(written))[0] == 2
+    assert run_cli("vendor-helper", str(written), "--force")[0] == 0
+
+
+def test_the_fix_runs_as_a_libcst_codemod(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(HOT, encoding="utf-8")
+    done = subprocess.run(
+        [PYTHON, "-m", "libcst.tool", "codemod", "-x", "--no-format", "h2dlint.codemod.FixHostToDeviceCopies",
+         str(path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert path.read_text(encoding="utf-8") == FIXED
