@@ -121,12 +121,17 @@ def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = 
     """Check one file; any failure becomes a one-line error on the result, never an exception."""
     try:
         return FileResult(path, check_source(read_source(path).text, settings, rules))
-    except SourceError as error:
-        return FileResult(path, (), str(error))
-    except RecursionError:
-        return FileResult(path, (), "too deeply nested to analyse")
-    except Exception as error:  # a bug in h2dlint must not stop the other files
-        return FileResult(path, (), f"internal error ({type(error).__name__}: {error}); please report it")
+    except Exception as error:  # even a bug in h2dlint must not stop the other files
+        return FileResult(path, (), failure_reason(error))
+
+
+def failure_reason(error: Exception) -> str:
+    """The one-line reason, for the user, why checking a file raised `error`."""
+    if isinstance(error, SourceError):
+        return str(error)
+    if isinstance(error, RecursionError):
+        return "too deeply nested to analyse"
+    return f"internal error ({type(error).__name__}: {error}); please report it"
 
 
 def _parse(text: str) -> ast.Module:

@@ -17,11 +17,12 @@ from h2dlint.baseline import add_noqa_to_file
 from h2dlint.config import Overrides, config_for_path, excluded_by_config, settings_for_path, settings_from
 from h2dlint.explain import explain_line, parse_location, project_folder
 from h2dlint.files import discover
-from h2dlint.output import FORMATS, render, render_errors, render_statistics
+from h2dlint.output import FORMATS, count_findings, render, render_errors, render_statistics
 from h2dlint.project import analyse_paths, check_paths
 from h2dlint.rules import ALL_CODES, ALL_RULES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, UsageError, selected_codes
 from h2dlint.sources import SourceError, read_bytes
+from h2dlint.terminal import is_terminal, wants_colour, with_progress
 
 RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime.py")  # read, never imported
 
@@ -58,17 +59,19 @@ def run_check(args: argparse.Namespace) -> int:
     settings = settings_from(config_for_path(paths[0]), overrides)
     if args.fix or args.diff:
         return _run_fix(args, overrides)
+    show = _shows_progress(args)
     results = check_paths(
-        paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache, excluded=excluded_by_config
+        paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache, excluded=excluded_by_config,
+        progress=lambda files: with_progress(files, show=show),
     )
     results = _with_file_selection(results, overrides)
     if args.add_noqa:
         return _add_noqa(results)
-    sys.stderr.write(render_errors(results))
     if args.statistics:
+        sys.stderr.write(render_errors(results))
         sys.stdout.write(render_statistics(results, args.output_format))
     else:
-        sys.stdout.write(render(results, args.output_format))
+        _report(results, args)
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
@@ -107,7 +110,8 @@ def _run_fix(args: argparse.Namespace, overrides: Overrides) -> int:
     Each file is fixed with its own configuration (`per-file-ignores` included)."""
     outcomes = []
     rules_for: Dict[Settings, List[Rule]] = {}
-    for candidate in discover(args.paths or ["."], overrides.exclude, excluded_by_config):
+    candidates = discover(args.paths or ["."], overrides.exclude, excluded_by_config)
+    for candidate in with_progress(candidates, show=_shows_progress(args)):
         if candidate.error is not None:
             outcomes.append(FixOutcome(candidate.path, (), 0, "", "", candidate.error))
             continue
@@ -115,15 +119,16 @@ def _run_fix(args: argparse.Namespace, overrides: Overrides) -> int:
         rules = rules_for.setdefault(settings, enabled_rules(settings))
         outcomes.append(fix_file(candidate.path, settings, rules, write=not args.diff))
     results = [FileResult(o.path, o.remaining, o.error) for o in outcomes]
-    sys.stderr.write(render_errors(results))
     fixed = sum(o.fixed for o in outcomes)
     if args.diff:
+        sys.stderr.write(render_errors(results))
         sys.stdout.write("".join(unified_diff(o) for o in outcomes if o.changed))
-        sys.stderr.write(f"Would fix {_count(fixed)}.\n")
+        if not args.quiet:
+            sys.stderr.write(f"Would fix {count_findings(fixed)}.\n")
         return EXIT_FINDINGS if fixed or any(r.error for r in results) else EXIT_CLEAN
-    sys.stdout.write(render(results, args.output_format))
-    if args.output_format == "text":
-        sys.stdout.write(f"Fixed {_count(fixed)}.\n")
+    _report(results, args)
+    if args.output_format == "text" and not args.quiet:
+        sys.stdout.write(f"Fixed {count_findings(fixed)}.\n")
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
@@ -143,8 +148,16 @@ def run_vendor_helper(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _count(fixes: int) -> str:
-    return f"{fixes} finding{'s' if fixes != 1 else ''}"
+def _report(results: Sequence[FileResult], args: argparse.Namespace) -> None:
+    sys.stderr.write(render_errors(results))
+    sys.stdout.write(
+        render(results, args.output_format, colour=wants_colour(sys.stdout), summary=not args.quiet)
+    )
+
+
+def _shows_progress(args: argparse.Namespace) -> bool:
+    # Progress goes to stderr, so it is shown when a person watches stderr, whatever stdout is piped to.
+    return not args.quiet and is_terminal(sys.stderr)
 
 
 def run_rule(args: argparse.Namespace) -> int:
@@ -179,10 +192,16 @@ def _parser() -> argparse.ArgumentParser:
         help="codes or prefixes to enable, e.g. HTD101,HTD1; replaces `select` and `ignore` of pyproject.toml",
     )
     check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
-    check.add_argument("--output-format", choices=FORMATS, default="text")
     check.add_argument("--statistics", action="store_true", help="print the number of findings per code")
     check.add_argument(
         "--add-noqa", action="store_true", help="write `# noqa: CODE` comments that suppress every finding"
+    )
+    check.add_argument(
+        "--output-format", choices=FORMATS, default="text",
+        help="text (default; coloured on a terminal unless NO_COLOR is set), concise, json, sarif or github",
+    )
+    check.add_argument(
+        "-q", "--quiet", action="store_true", help="print findings only: no progress, no closing summary line"
     )
     check.add_argument(
         "--exclude", action="append", default=[], metavar="PATTERN", help="a .gitignore-style pattern to skip"

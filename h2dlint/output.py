@@ -1,36 +1,56 @@
-"""Printing results: `text` (`path:row:col: CODE message`) and `json` (ruff's shape)."""
+"""Printing results in each `--output-format`: text, concise, json (ruff's shape), sarif and github."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections import Counter
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
-from h2dlint.analyzer import FileResult
+from h2dlint.analyzer import Diagnostic, FileResult
 from h2dlint.rules import RULES_BY_CODE
+from h2dlint.sarif import render_sarif
+from h2dlint.summary import Fix, Span
 
-FORMATS = ("text", "json")
+FORMATS = ("text", "concise", "json", "sarif", "github")
+
+# ANSI styles for the text format on a terminal, as ruff colours its output.
+_BOLD, _RED, _CYAN, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[0m"
 
 
-def render(results: Sequence[FileResult], output_format: str) -> str:
+def render(results: Sequence[FileResult], output_format: str, *, colour: bool = False, summary: bool = True) -> str:
+    """The whole stdout of a run. `colour` only affects `text`; `summary` is the closing count line."""
     if output_format == "json":
         return render_json(results)
-    return render_text(results)
+    if output_format == "sarif":
+        return render_sarif(results)
+    if output_format == "github":
+        return render_github(results)
+    if output_format == "concise":
+        return "".join(f"{_location(r.path, d)}: {d.code} {d.message}\n" for r in results for d in r.diagnostics)
+    return render_text(results, colour=colour, summary=summary)
 
 
-def render_text(results: Sequence[FileResult]) -> str:
+def render_text(results: Sequence[FileResult], *, colour: bool = False, summary: bool = True) -> str:
+    paint = _painter(colour)
     lines = [
-        f"{result.path}:{d.span.row}:{d.span.column}: {d.code} {d.message}"
-        for result in results
-        for d in result.diagnostics
+        f"{paint(_location(r.path, d), _BOLD)}: {paint(d.code, _RED + _BOLD)} {d.message}"
+        for r in results
+        for d in r.diagnostics
     ]
-    count = len(lines)
+    if summary:
+        lines.extend(_summary(len(lines), results, paint))
+    return "".join(line + "\n" for line in lines)
+
+
+def _summary(count: int, results: Sequence[FileResult], paint) -> List[str]:
     if count:
-        lines.append(f"Found {count} finding{'s' if count != 1 else ''}.")
-    elif not any(result.error for result in results):
-        lines.append("All checks passed!")
-    return "\n".join(lines) + "\n"
+        fixable = sum(d.fix is not None for r in results for d in r.diagnostics)
+        found = [f"Found {count_findings(count)}."]
+        return found + [f"{fixable} fixable with `h2dlint check --fix`."] if fixable else found
+    if any(result.error for result in results):
+        return []  # the files that could not be checked are named on stderr; "passed" would mislead
+    return [paint("All checks passed!", _CYAN)]
 
 
 def render_json(results: Sequence[FileResult]) -> str:
@@ -43,14 +63,32 @@ def render_json(results: Sequence[FileResult]) -> str:
                     "code": d.code,
                     "message": d.message,
                     "filename": filename,
-                    "location": {"row": d.span.row, "column": d.span.column},
-                    "end_location": {"row": d.span.end_row, "column": d.span.end_column},
+                    **_json_span(d.span),
                     "noqa_row": d.span.row,
-                    "fix": None,
+                    "fix": _json_fix(d.fix),
                     "url": None,
                 }
             )
     return json.dumps(entries, indent=2) + "\n"
+
+
+def render_github(results: Sequence[FileResult]) -> str:
+    """GitHub Actions workflow commands, which the runner turns into annotations on the pull request."""
+    lines = []
+    for result in results:
+        for d in result.diagnostics:
+            properties = {
+                "file": result.path,
+                "line": d.span.row,
+                "col": d.span.column,
+                "endLine": d.span.end_row,
+                "endColumn": d.span.end_column,
+                "title": d.code,
+            }
+            lines.append(_workflow_command("warning", properties, d.message))
+        if result.error:
+            lines.append(_workflow_command("error", {"file": result.path, "title": "h2dlint"}, result.error))
+    return "".join(line + "\n" for line in lines)
 
 
 def render_errors(results: Sequence[FileResult]) -> str:
@@ -67,3 +105,47 @@ def render_statistics(results: Sequence[FileResult], output_format: str) -> str:
         return json.dumps(entries, indent=2) + "\n"
     width = max((len(str(count)) for _, count in rows), default=1)
     return "".join(f"{count:>{width}}\t{code}\t{RULES_BY_CODE[code].name}\n" for code, count in rows)
+
+
+def count_findings(count: int) -> str:
+    """`1 finding`, `2 findings`."""
+    return f"{count} finding{'s' if count != 1 else ''}"
+
+
+def _location(path: str, d: Diagnostic) -> str:
+    return f"{path}:{d.span.row}:{d.span.column}"
+
+
+def _painter(colour: bool):
+    if not colour:
+        return lambda text, style: text
+    return lambda text, style: f"{style}{text}{_RESET}"
+
+
+def _json_span(span: Span) -> Dict[str, Dict[str, int]]:
+    return {
+        "location": {"row": span.row, "column": span.column},
+        "end_location": {"row": span.end_row, "column": span.end_column},
+    }
+
+
+def _json_fix(fix: Optional[Fix]) -> Optional[Dict[str, object]]:
+    if fix is None:
+        return None
+    edits = [{"content": edit.content, **_json_span(edit.span)} for edit in fix.edits]
+    # h2dlint only offers fixes that keep behaviour, which ruff calls "safe".
+    return {"applicability": "safe", "message": fix.message, "edits": edits}
+
+
+def _workflow_command(command: str, properties: Dict[str, object], message: str) -> str:
+    rendered = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+    return f"::{command} {rendered}::{_escape_data(message)}"
+
+
+def _escape_data(text: str) -> str:
+    # The escaping of GitHub's own toolkit (@actions/core, command.ts).
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")

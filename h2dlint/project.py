@@ -15,7 +15,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from contextlib import contextmanager
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules, summarize_source
 from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
@@ -29,6 +29,7 @@ from h2dlint.summary import ModuleSummary
 # Below this many files to parse, starting worker processes costs more than it saves.
 SERIAL_BELOW = 48
 
+Progress = Callable[[Sequence[str]], Iterable[str]]  # wraps the paths being parsed, e.g. in a progress bar
 _Summarized = Tuple[Optional[Stat], str, FileSummary]  # a file's stat, content key and summary
 _Outcome = Union[_Summarized, str]  # or the one-line reason it could not be read
 
@@ -55,22 +56,28 @@ def check_paths(
     jobs: Optional[int] = None,
     use_cache: bool = True,
     excluded: Optional[Excluded] = None,
+    progress: Optional[Progress] = None,
 ) -> List[FileResult]:
     """Check files and folders as one project; results are in discovery order. `excluded` skips more paths
-    while walking folders (a configuration's `exclude`)."""
+    while walking folders (a configuration's `exclude`); `progress` wraps the files as they are parsed
+    (the CLI's progress bar)."""
     with _collector_paused():
-        return _check_paths(discover(paths, exclude, excluded), settings, jobs, use_cache)
+        return _check_paths(discover(paths, exclude, excluded), settings, jobs, use_cache, progress)
 
 
 def _check_paths(
-    candidates: Sequence[Candidate], settings: Settings, jobs: Optional[int], use_cache: bool
+    candidates: Sequence[Candidate],
+    settings: Settings,
+    jobs: Optional[int],
+    use_cache: bool,
+    progress: Optional[Progress] = None,
 ) -> List[FileResult]:
     cache = Cache(settings) if use_cache else None
     last = cache.load_last_run() if cache is not None else LastRun()
     unchanged = _unchanged_keys(candidates, last)
     if unchanged is not None and last.fingerprint == _fingerprint(candidates, unchanged) and last.results:
         return [last.results[c.path] for c in candidates]  # nothing changed since the last run
-    run = analyse(candidates, settings, jobs, cache, last)
+    run = analyse(candidates, settings, jobs, cache, last, progress)
     if cache is not None:
         cache.store_last_run(_last_run(candidates, run))
     return run.results
@@ -104,10 +111,11 @@ def analyse(
     jobs: Optional[int] = None,
     cache: Optional[Cache] = None,
     last: Optional[LastRun] = None,
+    progress: Optional[Progress] = None,
 ) -> ProjectRun:
     """Summarise every file (from the cache where it can), then reason about hotness across all of them."""
     paths = [c.path for c in candidates if c.error is None]
-    outcomes = _summaries(paths, settings, jobs or default_jobs(), cache, last or LastRun())
+    outcomes = _summaries(paths, settings, jobs or default_jobs(), cache, last or LastRun(), progress)
     # In discovery order, whichever files came from the cache: ties between call chains break the same way.
     done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
     modules = module_names(done)
@@ -173,7 +181,12 @@ def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
 
 
 def _summaries(
-    paths: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache], last: LastRun
+    paths: Sequence[str],
+    settings: Settings,
+    jobs: int,
+    cache: Optional[Cache],
+    last: LastRun,
+    progress: Optional[Progress] = None,
 ) -> Dict[str, _Outcome]:
     found: Dict[str, _Outcome] = {}
     todo: List[str] = []
@@ -185,24 +198,29 @@ def _summaries(
             found[path] = (stat, known[1], cached)  # type: ignore[index]
         else:
             todo.append(path)
-    found.update(_summarize_all(todo, settings, jobs, cache))
+    found.update(_summarize_all(todo, settings, jobs, cache, progress or _no_progress))
     return found
 
 
+def _no_progress(paths: Sequence[str]) -> Iterable[str]:
+    return paths
+
+
 def _summarize_all(
-    paths: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache]
+    paths: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache], progress: Progress
 ) -> Iterable[Tuple[str, _Outcome]]:
     cache_root = cache.root if cache is not None else None
     jobs = max(1, min(jobs, len(paths)))
     if jobs == 1 or len(paths) < SERIAL_BELOW:
         with _collector_paused():
             _init_worker(settings, cache_root)
-            return [(p, _summarize_file(p)) for p in paths]
+            return [(p, _summarize_file(p)) for p in progress(paths)]
     from concurrent.futures import ProcessPoolExecutor  # imported here: it costs a warm run ~20 ms
 
     chunk = max(1, min(32, len(paths) // (jobs * 8)))
     with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(settings, cache_root)) as pool:
-        return list(zip(paths, pool.map(_summarize_file, paths, chunksize=chunk)))
+        # zip draws the next path only once the previous result is in, so the progress follows the parsing.
+        return list(zip(progress(paths), pool.map(_summarize_file, paths, chunksize=chunk)))
 
 
 @contextmanager

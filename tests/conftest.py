@@ -49,6 +49,13 @@ def isolated_cache(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.fixture(autouse=True)
+def _no_colour_settings(monkeypatch):
+    """Output does not depend on whether the person running the tests asked for colour."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+
+
 @pytest.fixture
 def run_cli(capsys):
     """Run `h2dlint ARGS...` in-process; returns (exit code, stdout, stderr)."""

@@ -28,7 +28,7 @@ def test_findings_exit_1_with_text_lines(tmp_path, run_cli):
     first = out.splitlines()[0]
     assert first.startswith(f"{path}:4:12: HTD101 ")
     assert "`forward` runs per step" in first
-    assert out.splitlines()[-1] == "Found 1 finding."
+    assert out.splitlines()[-2:] == ["Found 1 finding.", "1 fixable with `h2dlint check --fix`."]
 
 
 def test_json_output_has_ruffs_shape(tmp_path, run_cli):
@@ -40,8 +40,11 @@ def test_json_output_has_ruffs_shape(tmp_path, run_cli):
     assert entry["filename"] == os.path.abspath(path)
     assert entry["location"] == {"row": 4, "column": 12}
     assert entry["end_location"] == {"row": 4, "column": 41}
-    assert entry["fix"] is None
     assert "runs per step" in entry["message"]
+    fix = entry["fix"]
+    assert fix["applicability"] == "safe" and fix["message"].startswith("Replace with `h2d_tensor(...)`")
+    replacement = {"content": "h2d_tensor", "location": {"row": 4, "column": 12}, "end_location": {"row": 4, "column": 24}}
+    assert replacement in fix["edits"]
 
 
 def test_json_output_is_an_empty_list_when_clean(tmp_path, run_cli):

@@ -75,11 +75,16 @@ class Rule:
         return all(any(word in text for word in group) for group in cls.triggers)
 
     @classmethod
+    def description(cls) -> str:
+        """What the rule does, in plain text: the first section of its documentation."""
+        return _dedent(cls.what_it_does)
+
+    @classmethod
     def documentation(cls) -> str:
         sections = [
             f"# {cls.name} ({cls.code})",
             cls.summary,
-            "## What it does\n" + _dedent(cls.what_it_does),
+            "## What it does\n" + cls.description(),
             "## Why is this bad?\n" + _dedent(cls.why_bad),
             "## Example\n```python\n" + _dedent(cls.example) + "\n```",
             "## Use instead\n```python\n" + _dedent(cls.use_instead) + "\n```",
