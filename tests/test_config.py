@@ -174,3 +174,17 @@ def test_accelerator_tensors_lets_htd105_report_receivers_it_cannot_see(tmp_path
     assert findings(run_cli, str(tmp_path)) == []
     write(tmp_path, "pyproject.toml", "[tool.h2dlint]\naccelerator-tensors = ['*_ids']\n")
     assert findings(run_cli, str(tmp_path)) == [("m.py", "HTD105")]
+
+
+def test_flake8_plugin_reads_the_files_configuration(tmp_path):
+    from h2dlint.flake8_plugin import Flake8Checker
+
+    path = write(tmp_path, "hot.py", HOT)
+    lines = HOT.splitlines(keepends=True)
+    assert [f[2].split()[0] for f in Flake8Checker(None, lines, str(path)).run()] == ["HTD101"]
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nignore = ['HTD101']\n")
+    assert list(Flake8Checker(None, lines, str(path)).run()) == []
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nbogus = 1\n")
+    os.utime(tmp_path / "pyproject.toml", ns=(2, 2))
+    [(row, column, message, _)] = Flake8Checker(None, lines, str(path)).run()
+    assert (row, column) == (1, 0) and message.startswith("HTD001 ") and "unknown key `bogus`" in message
