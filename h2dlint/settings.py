@@ -58,6 +58,8 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "*zero_points*",
     "*permute_scales*",
     "*autotune*",
+    "*abort*",  # failure and cancellation paths
+    "reset_*",  # state resets after reconfiguration or memory reuse
     "create_*weights*",
     "create_*buffer*",
     "init_*buffer*",
