@@ -93,7 +93,10 @@ def run(command: List[str], env: Optional[Dict[str, str]] = None) -> float:
 
 
 def timed(
-    command: List[str], runs: int, env: Optional[Dict[str, str]] = None, before: Optional[Callable[[int], Callable[[], None]]] = None
+    command: List[str],
+    runs: int,
+    env: Optional[Dict[str, str]] = None,
+    before: Optional[Callable[[int], Callable[[], None]]] = None,
 ) -> dict:
     times = []
     for index in range(max(1, runs)):
@@ -103,8 +106,13 @@ def timed(
         finally:
             if restore:
                 restore()
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {"command": " ".join(command), "median_s": statistics.median(times), "runs_s": times, "peak_rss_mib_so_far": round(peak_kib / 1024)}
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child process so far
+    return {
+        "command": " ".join(command),
+        "median_s": statistics.median(times),
+        "runs_s": times,
+        "peak_rss_mib_so_far": round(peak_kib / 1024),
+    }
 
 
 def changing(path: str) -> Callable[[int], Callable[[], None]]:
@@ -152,9 +160,11 @@ def render_table(report: dict) -> str:
     cold = results.get("h2dlint cold (--no-cache)", {}).get("vs_flake8")
     warm = results.get("h2dlint warm", {}).get("vs_ruff_cached")
     if cold is not None:
-        lines.append(f"\ncold goal (≤ {GOAL_COLD_VS_FLAKE8}× flake8): {'met' if cold <= GOAL_COLD_VS_FLAKE8 else 'MISSED'} ({cold:.3f}×)")
+        verdict = "met" if cold <= GOAL_COLD_VS_FLAKE8 else "MISSED"
+        lines.append(f"\ncold goal (≤ {GOAL_COLD_VS_FLAKE8}× flake8): {verdict} ({cold:.3f}×)")
     if warm is not None:
-        lines.append(f"warm goal (≤ {GOAL_WARM_VS_RUFF_CACHED}× ruff cached): {'met' if warm <= GOAL_WARM_VS_RUFF_CACHED else 'MISSED'} ({warm:.2f}×)")
+        verdict = "met" if warm <= GOAL_WARM_VS_RUFF_CACHED else "MISSED"
+        lines.append(f"warm goal (≤ {GOAL_WARM_VS_RUFF_CACHED}× ruff cached): {verdict} ({warm:.2f}×)")
     return "\n".join(lines)
 
 

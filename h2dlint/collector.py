@@ -221,7 +221,7 @@ class _Collector:
 
     def _visit_if(self, node: ast.If) -> None:
         self._visit(node.test)
-        guard = _is_cached_build_guard(node.test) or _fills_a_cache(node)
+        guard = _is_cached_build_guard(node.test, node.body)
         self._one_time += guard
         self._visit_all(node.body)
         self._one_time -= guard
@@ -389,10 +389,14 @@ def _call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
     return ("method", attr, None)
 
 
-def _is_cached_build_guard(test: ast.expr) -> bool:
-    """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`)."""
+def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
+    """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`),
+    or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`), or `if key not in cache:`
+    whose body fills `cache[...]`."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _is_attribute_lookup(test.operand, "hasattr")
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
+        return any(_fills(statement, test.comparators[0]) for statement in body)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
         return False
     if not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
@@ -400,25 +404,26 @@ def _is_cached_build_guard(test: ast.expr) -> bool:
     subject = test.left
     if isinstance(subject, ast.Attribute):
         return _is_self(subject.value)
+    if isinstance(subject, ast.Name):
+        return any(_stores_in_cache(statement, subject.id) for statement in body)
     return _is_attribute_lookup(subject, "getattr")
 
 
-def _fills_a_cache(node: ast.If) -> bool:
-    """`if t is None:` or `if key not in CACHE:` whose body stores into a mapping (`CACHE[key] = t`): the
-    memoised build of `t = CACHE.get(key)`, which runs once per key."""
-    test = node.test
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return False
-    is_none = isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) and (
-        test.comparators[0].value is None
+def _stores_in_cache(statement: ast.stmt, name: str) -> bool:
+    """`cache[key] = name` (a memo table keeps what the guarded block built)."""
+    return (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Name)
+        and statement.value.id == name
+        and any(isinstance(target, ast.Subscript) for target in statement.targets)
     )
-    if not (is_none or isinstance(test.ops[0], ast.NotIn)):
-        return False
-    return any(
-        isinstance(target, ast.Subscript)
-        for statement in node.body
-        if isinstance(statement, (ast.Assign, ast.AugAssign))
-        for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+
+
+def _fills(statement: ast.stmt, cache: ast.expr) -> bool:
+    """`cache[...] = ...`, the mapping written as in the guard (`self._tables`, `_CACHE`)."""
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Subscript) and ast.dump(target.value) == ast.dump(cache)
+        for target in statement.targets
     )
 
 

@@ -33,7 +33,8 @@ def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
     lines = [f"{path}:{line}: {_function_verdict(function, run.heat, module)}"]
     for index, site in enumerate(file.summary.sites):
         if site.span.row <= line <= site.span.end_row:
-            lines.append(f"{path}:{site.span.row}:{site.span.column}: {site.code} {_site_verdict(file, index, run.heat, module)}")
+            verdict = _site_verdict(file, index, run.heat, module)
+            lines.append(f"{path}:{site.span.row}:{site.span.column}: {site.code} {verdict}")
     if len(lines) == 1:
         lines.append(f"{path}:{line}: no H2D construct that a selected rule matches is on this line")
     return lines

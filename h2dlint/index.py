@@ -98,6 +98,8 @@ class ProjectGraph(CallGraph):
                     self._methods_by_name.setdefault(function.name, []).append((name, function.qualname))
         self._edges: Dict[Key, List[Key]] = {}
         self._loop_calls: List[Tuple[str, CallRef, List[Key]]] = []
+        self._resolved: Dict[Tuple[str, str, str, str, Optional[str]], List[Key]] = {}
+        self._looked_up: Dict[Tuple[str, str], Optional[Tuple[str, Optional[str]]]] = {}
         for module, summary in modules.items():
             for call in summary.calls:
                 if call.name in self._defined_names:  # most calls name nothing of the project: `len`, `torch.cat`
@@ -107,8 +109,15 @@ class ProjectGraph(CallGraph):
                     self._edges.setdefault((module, function.parent), []).append((module, function.qualname))
 
     def _add_call(self, module: str, call: CallRef) -> None:
-        targets = self._resolve(module, call)
-        if not targets or call.one_time:
+        if call.one_time:
+            return
+        # Calls on an object resolve alike wherever they are made; `f()` and `self.m()` depend on the caller.
+        caller = call.caller if call.kind in ("name", "self", "super") else ""
+        memo = (module, caller, call.kind, call.name, call.owner)
+        targets = self._resolved.get(memo)
+        if targets is None:
+            targets = self._resolved[memo] = self._resolve(module, call)
+        if not targets:
             return
         self._edges.setdefault((module, call.caller), []).extend(targets)
         if call.loop_line is not None:
@@ -210,6 +219,11 @@ class ProjectGraph(CallGraph):
     def _lookup(self, module: str, name: str, depth: int = 0) -> Optional[Tuple[str, Optional[str]]]:
         """What `name`, imported in `module`, refers to in the project: (module, None) for a module,
         (module, top-level name) for a function or class; None when it is not part of the project."""
+        if (module, name) not in self._looked_up:
+            self._looked_up[(module, name)] = self._find(module, name, depth)
+        return self._looked_up[(module, name)]
+
+    def _find(self, module: str, name: str, depth: int) -> Optional[Tuple[str, Optional[str]]]:
         summary = self._modules.get(module)
         if summary is None or depth > 8:
             return None

@@ -128,7 +128,8 @@ def analyse(
             results.append(FileResult(candidate.path, (), outcome))
             continue
         file, module = outcome[2], modules[candidate.path]
-        results.append(FileResult(candidate.path, diagnostics(file, _file_heat(heat, module, file), module), file.error))
+        found = diagnostics(file, _file_heat(heat, module, file), module)
+        results.append(FileResult(candidate.path, found, file.error))
     summaries = {p: o[2] for p, o in done.items()}
     return ProjectRun(results, summaries, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
 

@@ -10,7 +10,7 @@ import fnmatch
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Match, Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 # Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
 # Tuned on the sglang and vllm runtimes (see benchmarks/engine_findings.py): the names their schedulers,
@@ -111,7 +111,7 @@ def _matches_any(name: str, patterns: Tuple[str, ...]) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(patterns: Tuple[str, ...]) -> Callable[[str], Optional[Match[str]]]:
+def _compiled(patterns: Tuple[str, ...]) -> Callable[[str], Optional["re.Match[str]"]]:
     """One regular expression for all the globs: a project has tens of thousands of function names."""
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)").match
 

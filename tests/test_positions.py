@@ -13,7 +13,9 @@ from h2dlint.positions import source_lines, span_of
 from h2dlint.settings import Settings
 
 
-@pytest.mark.parametrize("prefix", ["ascii", "é", "日本語", "🚀🚀"], ids=["ascii", "2-byte", "3-byte", "4-byte"])
+@pytest.mark.parametrize(
+    "prefix", ["ascii", "é", "日本語", "🚀🚀"], ids=["ascii", "2-byte", "3-byte", "4-byte"]
+)
 def test_columns_count_characters_not_bytes(prefix):
     line = f"    label = '{prefix}'; ids = torch.tensor(ids, device=dev)  # {prefix}"
     text = f"import torch\n# ünïcode comment\n\ndef forward(ids, dev):\n{line}\n"
