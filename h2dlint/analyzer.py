@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import functools
 import os
-import re
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -13,15 +12,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from h2dlint.cache import Cache, cache_roots, file_stat
 from h2dlint.collector import summarize
-from h2dlint.hotness import Heat, ModuleGraph, function_heat, propagate, site_reason_for
+from h2dlint.hotness import Heat, ModuleGraph, function_heat, mark_captured, propagate, site_reason_for
+from h2dlint.noqa import NoqaComments
 from h2dlint.positions import source_lines
 from h2dlint.rewrites import plan_fix
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
 from h2dlint.settings import Settings, selected_codes
 from h2dlint.sources import SourceError, read_source
 from h2dlint.summary import Fix, ModuleSummary, Site, Span
-
-NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class FileResult:
 
 
 def enabled_rules(settings: Settings) -> List[Rule]:
-    return [RULES_BY_CODE[code]() for code in selected_codes(ALL_CODES, settings.select, settings.ignore)]
+    return [RULES_BY_CODE[code](settings) for code in selected_codes(ALL_CODES, settings.select, settings.ignore)]
 
 
 @dataclass(frozen=True)
@@ -70,24 +68,34 @@ def summarize_source(text: str, settings: Settings, rules: Sequence[Rule]) -> Fi
         return FileSummary(ModuleSummary(), (), str(error) if candidates else None)
     except RecursionError:
         return FileSummary(ModuleSummary(), (), "too deeply nested to analyse" if candidates else None)
-    return FileSummary(summary, tuple(_suppressed(site, lines) for site in summary.sites))
+    return FileSummary(summary, _suppressed(summary, lines))
 
 
 def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> List[Diagnostic]:
     """The reported findings of one summarised file, given the heat of its functions (by qualname)."""
     found = []
     for site, suppressed in zip(file.summary.sites, file.suppressed):
-        reason = site_reason_for(site, heat.get(site.function), module)
+        reason = report_reason(site, heat.get(site.function), module)
         if reason is not None and not suppressed:
             found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+
+
+def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
+    """Why `site` is reported, or None when it is not: hot code for most rules; CUDA-graph capture, whatever
+    the heat, for a rule that reports capture (HTD106)."""
+    if RULES_BY_CODE[site.code].reports_capture:
+        return site.capture
+    return site_reason_for(site, owner, module)
 
 
 def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
     """Parse `text` and summarise it, planning each site's fix. Raises SourceError."""
     tree = _parse(text)
     planner = partial(plan_fix, tree=tree, text=text, lines=lines, helper_module=settings.helper_module)
-    return summarize(tree, lines, rules, planner)
+    summary = summarize(tree, lines, rules, planner)
+    mark_captured(summary)
+    return summary
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
@@ -101,8 +109,7 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
         return []  # nor can any rule match without its trigger words
     lines = source_lines(text)
     summary = _summarize(text, lines, candidates, settings)
-    file = FileSummary(summary, tuple(_suppressed(site, lines) for site in summary.sites))
-    return diagnostics(file, function_heat(summary, settings))
+    return diagnostics(FileSummary(summary, _suppressed(summary, lines)), function_heat(summary, settings))
 
 
 def _message(site: Site, reason: str) -> str:
@@ -142,16 +149,10 @@ def _parse(text: str) -> ast.Module:
         raise SourceError(str(error)) from None
 
 
-def _suppressed(site: Site, lines: Sequence[str]) -> bool:
-    """`# noqa` or `# noqa: HTD101` on any line of the site suppresses it (codes match by prefix, as flake8)."""
-    for line in lines[site.span.row - 1 : site.span.end_row]:
-        found = NOQA.search(line)
-        if found is None:
-            continue
-        codes = found.group("codes")
-        if codes is None or any(site.code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c):
-            return True
-    return False
+def _suppressed(summary: ModuleSummary, lines: Sequence[str]) -> Tuple[bool, ...]:
+    """Per site: covered by a matching `# noqa` comment (see `h2dlint.noqa`)."""
+    noqa = NoqaComments(lines)
+    return tuple(noqa.suppress(site.code, site.span.row, site.span.end_row) for site in summary.sites)
 
 
 def check_source_in_project(
@@ -190,8 +191,7 @@ def check_source_with_heat(
     for qualname, found in project_heat.items():
         if qualname in summary.functions and (qualname not in heat or heat[qualname].hot):
             heat[qualname] = found
-    file = FileSummary(summary, tuple(_suppressed(site, lines) for site in summary.sites))
-    return diagnostics(file, heat, module)
+    return diagnostics(FileSummary(summary, _suppressed(summary, lines)), heat, module)
 
 
 def project_heat_for(path: str, settings: Settings) -> Optional[Tuple[str, Dict[str, Heat]]]:

@@ -8,17 +8,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Set
 
 from h2dlint import __version__
-from h2dlint.analyzer import FileResult
+from h2dlint.analyzer import FileResult, enabled_rules
 from h2dlint.autofix import unified_diff
+from h2dlint.baseline import add_noqa_to_file
+from h2dlint.config import Overrides, config_for_path, excluded_by_config, settings_for_path, settings_from
 from h2dlint.explain import explain_line, parse_location, project_folder
-from h2dlint.output import FORMATS, count_findings, render, render_errors
+from h2dlint.output import FORMATS, count_findings, render, render_errors, render_statistics
 from h2dlint.project import analyse_paths, check_paths, fix_paths
-from h2dlint.rules import ALL_RULES, RULES_BY_CODE
-from h2dlint.settings import Settings, UsageError
-from h2dlint.sources import read_bytes
+from h2dlint.rules import ALL_CODES, ALL_RULES, RULES_BY_CODE
+from h2dlint.settings import Settings, UsageError, selected_codes
+from h2dlint.sources import SourceError, read_bytes
 from h2dlint.terminal import is_terminal, wants_colour, with_progress
 
 RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime.py")  # read, never imported
@@ -41,37 +43,75 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    settings = Settings(
-        select=tuple(args.select),
+    paths = args.paths or ["."]
+    overrides = Overrides(
+        select=None if args.select is None else tuple(args.select),
         ignore=tuple(args.ignore),
         extend_hot_functions=tuple(args.extend_hot_functions),
         extend_cold_functions=tuple(args.extend_cold_functions),
+        exclude=tuple(args.exclude),
     )
+    for path in paths:  # bad selectors or a broken configuration are usage errors even when no file is checked
+        enabled_rules(settings_for_path(path, overrides))
+    # Hotness is decided across all the files of a run, so the configuration governing the first path sets
+    # the hot and cold names for the whole run; rule selection and per-file ignores apply file by file.
+    settings = settings_from(config_for_path(paths[0]), overrides)
     if args.fix or args.diff:
-        return _run_fix(args, settings)
+        return _run_fix(args, settings, overrides)
+    show = _shows_progress(args)
     results = check_paths(
-        args.paths or ["."],
-        settings,
-        args.exclude,
-        args.jobs,
-        use_cache=not args.no_cache,
-        progress=lambda paths: with_progress(paths, show=_shows_progress(args)),
+        paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache, excluded=excluded_by_config,
+        progress=lambda files: with_progress(files, show=show),
     )
-    _report(results, args)
+    results = _with_file_selection(results, overrides)
+    if args.add_noqa:
+        return _add_noqa(results)
+    if args.statistics:
+        sys.stderr.write(render_errors(results))
+        sys.stdout.write(render_statistics(results, args.output_format))
+    else:
+        _report(results, args)
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
 
-def _run_fix(args: argparse.Namespace, settings: Settings) -> int:
-    """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change."""
+def _with_file_selection(results: Sequence[FileResult], overrides: Overrides) -> List[FileResult]:
+    """Keep, in each file, the findings that its own configuration selects (`per-file-ignores`, nested tables)."""
+    codes_for: Dict[Settings, Set[str]] = {}
+    kept = []
+    for result in results:
+        settings = settings_for_path(result.path, overrides)
+        if settings not in codes_for:
+            codes_for[settings] = set(selected_codes(ALL_CODES, settings.select, settings.ignore))
+        codes = codes_for[settings]
+        kept.append(FileResult(result.path, [d for d in result.diagnostics if d.code in codes], result.error))
+    return kept
+
+
+def _add_noqa(results: Sequence[FileResult]) -> int:
+    """Suppress every current finding in place, to adopt h2dlint with a clean baseline."""
+    added, errors = 0, [r for r in results if r.error]
+    for result in results:
+        if result.diagnostics:
+            try:
+                added += add_noqa_to_file(result.path, result.diagnostics)
+            except SourceError as error:
+                errors.append(FileResult(result.path, (), str(error)))
+            except OSError as error:
+                errors.append(FileResult(result.path, (), f"cannot write: {error.strerror or error}"))
+    sys.stderr.write(render_errors(errors))
+    print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    return EXIT_FINDINGS if errors else EXIT_CLEAN
+
+
+def _run_fix(args: argparse.Namespace, settings: Settings, overrides: Overrides) -> int:
+    """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change.
+    Hotness comes from the project run; each file is fixed with its own configuration (`per-file-ignores`)."""
+    show = _shows_progress(args)
     outcomes = fix_paths(
-        args.paths or ["."],
-        settings,
-        args.exclude,
-        args.jobs,
-        use_cache=not args.no_cache,
-        write=not args.diff,
-        progress=lambda paths: with_progress(paths, show=_shows_progress(args)),
+        args.paths or ["."], settings, overrides.exclude, args.jobs, use_cache=not args.no_cache,
+        write=not args.diff, excluded=excluded_by_config, progress=lambda files: with_progress(files, show=show),
+        settings_for=lambda path: settings_for_path(path, overrides),
     )
     results = [FileResult(o.path, o.remaining, o.error) for o in outcomes]
     fixed = sum(o.fixed for o in outcomes)
@@ -142,8 +182,15 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="check files and folders (default: .)")
     check.add_argument("paths", nargs="*", metavar="PATH")
-    check.add_argument("--select", type=_codes, default=[], help="codes or prefixes to enable, e.g. HTD101,HTD1")
+    check.add_argument(
+        "--select", type=_codes, default=None,
+        help="codes or prefixes to enable, e.g. HTD101,HTD1; replaces `select` and `ignore` of pyproject.toml",
+    )
     check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    check.add_argument("--statistics", action="store_true", help="print the number of findings per code")
+    check.add_argument(
+        "--add-noqa", action="store_true", help="write `# noqa: CODE` comments that suppress every finding"
+    )
     check.add_argument(
         "--output-format", choices=FORMATS, default="text",
         help="text (default; coloured on a terminal unless NO_COLOR is set), concise, json, sarif or github",

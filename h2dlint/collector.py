@@ -25,6 +25,9 @@ MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
 _GRAPH_CAPTURE = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 
+# Decorators that run a function's body once per distinct argument: a build cached this way is one-time.
+_CACHE_DECORATORS = frozenset({"cache", "lru_cache", "cached_property", "cached"})
+
 _Scope = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 
@@ -67,7 +70,7 @@ class _Collector:
         self._rules = rules
         self._names = NameResolver()
         self._frames: List[_Frame] = []
-        self._captures: List[bool] = []  # one entry per enclosing `with`: does it capture a CUDA graph?
+        self._captures: List[int] = []  # the lines of the enclosing `with torch.cuda.graph(...)` blocks
         self._one_time = 0  # how many cached-build guards (`if self._x is None:`) enclose the current node
         self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
 
@@ -125,6 +128,7 @@ class _Collector:
             class_qualname=enclosing.qualname if enclosing.kind == "class" else None,
             parent=owner if owner != MODULE else None,
             marker=find_marker(self._lines, node.lineno, self._header_end(node)),
+            cache_decorator=_cache_decorator(node.decorator_list),
             end_line=node.end_lineno or node.lineno,
         )
         # Bindings only serve rule matching; a file no rule can match is summarised for its calls alone.
@@ -174,7 +178,10 @@ class _Collector:
     def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
         self._visit(node.target)
         self._visit(node.iter)
-        self._visit_in_region(node.body, ("loop", node.lineno))
+        if _is_fixed_iteration(node.iter):
+            self._visit_all(node.body)
+        else:
+            self._visit_in_region(node.body, ("loop", node.lineno))
         self._visit_all(node.orelse)
 
     def _visit_while(self, node: ast.While) -> None:
@@ -187,7 +194,11 @@ class _Collector:
         line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
         region = ("comprehension", line)
         first, *inner = node.generators
-        self._visit_in_region([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt], region)
+        elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        if not inner and _is_fixed_iteration(first.iter):
+            self._visit_all([*elements, first.target, first.iter, *first.ifs])
+            return
+        self._visit_in_region(elements, region)
         self._visit(first.target)
         self._visit(first.iter)
         self._visit_in_region([*first.ifs, *inner], region)
@@ -195,8 +206,11 @@ class _Collector:
     # --- CUDA-graph capture blocks -------------------------------------------------------------------------
 
     def _visit_with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
-        self._captures.append(any(self._is_graph_capture(item.context_expr) for item in node.items))
         self._visit_all(node.items)
+        if not any(self._is_graph_capture(item.context_expr) for item in node.items):
+            self._visit_all(node.body)
+            return
+        self._captures.append(node.lineno)
         self._visit_all(node.body)
         self._captures.pop()
 
@@ -266,7 +280,8 @@ class _Collector:
                 function=self._owner(),
                 loop=loops[-1] if loops else None,
                 marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
-                in_graph_capture=any(self._captures),
+                in_graph_capture=bool(self._captures),
+                capture=_capture_reason(self._captures),
                 one_time=self._one_time > 0,
                 fix=fix,
                 unfixable=unfixable,
@@ -306,6 +321,7 @@ class _Collector:
             line=node.lineno,
             loop_line=loops[-1][1] if loops else None,
             one_time=self._one_time > 0,
+            capture_line=self._captures[0] if self._captures else None,
         )
         self.summary.calls.append(call)
 
@@ -342,6 +358,14 @@ def _header_tail_start(node: _Scope) -> Tuple[int, int]:
     return last.end_lineno, last.end_col_offset  # type: ignore[attr-defined]
 
 
+def _is_fixed_iteration(iterable: ast.expr) -> bool:
+    """A loop over a literal tuple, list or set repeats the same few steps for each written element: it does
+    not make its body per-step (`for v in (hosts, gpus, sizes): ...`)."""
+    return isinstance(iterable, (ast.Tuple, ast.List, ast.Set)) and not any(
+        isinstance(element, ast.Starred) for element in iterable.elts
+    )
+
+
 def _arguments_in_source_order(node: ast.Call) -> List[ast.AST]:
     # `f(a, k=1, *rest)`: a starred argument may follow a keyword.
     if node.keywords and any(isinstance(arg, ast.Starred) for arg in node.args):
@@ -367,9 +391,12 @@ def _call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
 
 def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`),
-    or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`)."""
+    or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`), or `if key not in cache:`
+    whose body fills `cache[...]`."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _is_attribute_lookup(test.operand, "hasattr")
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
+        return any(_fills(statement, test.comparators[0]) for statement in body)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
         return False
     if not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
@@ -392,6 +419,14 @@ def _stores_in_cache(statement: ast.stmt, name: str) -> bool:
     )
 
 
+def _fills(statement: ast.stmt, cache: ast.expr) -> bool:
+    """`cache[...] = ...`, the mapping written as in the guard (`self._tables`, `_CACHE`)."""
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Subscript) and ast.dump(target.value) == ast.dump(cache)
+        for target in statement.targets
+    )
+
+
 def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
     """`hasattr(self, ...)` / `getattr(self, ...)` (or on `cls`)."""
     return (
@@ -405,6 +440,19 @@ def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
 
 def _is_self(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Name) and expr.id in ("self", "cls")
+
+
+def _capture_reason(captures: Sequence[int]) -> Optional[str]:
+    return f"inside `with torch.cuda.graph(...)` at line {captures[0]}" if captures else None
+
+
+def _cache_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
+    """The decorator, as written, that caches a function's results (`@functools.lru_cache(...)`, `@cache`)."""
+    for decorator in decorators:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if _last_name(target) in _CACHE_DECORATORS:
+            return ast.unparse(target)
+    return None
 
 
 def _last_name(expr: ast.expr) -> str:

@@ -72,29 +72,66 @@ def looks_like_dtype(expr: ast.expr, names: NameResolver) -> bool:
     return "dtype" in last.lower()
 
 
-def host_built_tensor(expr: ast.expr, names: NameResolver) -> Optional[ast.Call]:
+def has_empty_literal_data(call: ast.Call) -> bool:
+    """`torch.tensor([], ...)`: empty data never reaches the copy, so nothing syncs."""
+    data = positional_args(call)[0] if call.args else keyword_value(call, "data")
+    return isinstance(data, (ast.List, ast.Tuple)) and not data.elts
+
+
+def accelerator_device(call: ast.Call, names: NameResolver) -> Optional[ast.expr]:
+    """The `device=` argument of `call` when it may name an accelerator; None when absent or a host device."""
+    device = keyword_value(call, "device")
+    return None if device is None or is_host_device(device, names) else device
+
+
+def host_built_tensor(expr: ast.expr, names: NameResolver, pinned_too: bool = False) -> Optional[ast.Call]:
     """The constructor call when `expr` is a tensor just built in pageable host memory, else None.
 
     `expr` may be the call itself, host-preserving methods on it (`.long()`, `.view(...)`), or a local
-    variable that the function assigns exactly once from such an expression.
+    variable that the function assigns exactly once from such an expression. With `pinned_too`, a tensor
+    built with `pin_memory=True` counts as well.
     """
+    expr = _without_host_preserving_calls(expr)
     if isinstance(expr, ast.Name):
         value = names.local_value(expr.id)
         if value is None or isinstance(value, ast.Name):
             return None
-        expr = value
-    while _is_host_preserving_call(expr):
-        expr = expr.func.value  # type: ignore[attr-defined]
+        expr = _without_host_preserving_calls(value)
     if not isinstance(expr, ast.Call) or names.qualify(expr.func) not in DATA_CONSTRUCTORS:
         return None
     if has_star_args(expr):
         return None  # `**kwargs` may carry a device or pin_memory
-    device = keyword_arg(expr, "device")
-    if device is not None and not is_host_device(device.value, names):
+    if accelerator_device(expr, names) is not None:
         return None
-    pinned = keyword_arg(expr, "pin_memory")
-    if pinned is not None and not is_false_literal(pinned.value):
+    if not pinned_too and is_pinned(expr):
         return None
+    return expr
+
+
+def is_pinned(constructor: ast.Call) -> bool:
+    pinned = keyword_arg(constructor, "pin_memory")
+    return pinned is not None and not is_false_literal(pinned.value)
+
+
+def on_accelerator(expr: ast.expr, names: NameResolver) -> bool:
+    """True when `expr` is known to be a tensor on an accelerator: built by a torch call with an accelerator
+    `device=`, moved by `.cuda()` or `.to(<device>)`, or a local name the function assigns once from one."""
+    if isinstance(expr, ast.Name):
+        value = names.local_value(expr.id)
+        if value is None or isinstance(value, ast.Name):
+            return False
+        expr = value
+    if not isinstance(expr, ast.Call):
+        return False
+    if device_copy(expr, names) is not None:
+        return True
+    qualified = names.qualify(expr.func) or ""
+    return qualified.startswith("torch.") and accelerator_device(expr, names) is not None
+
+
+def _without_host_preserving_calls(expr: ast.expr) -> ast.expr:
+    while _is_host_preserving_call(expr):
+        expr = expr.func.value  # type: ignore[attr-defined]
     return expr
 
 

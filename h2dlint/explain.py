@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Tuple
 
-from h2dlint.analyzer import FileSummary
-from h2dlint.hotness import Heat, site_cold_reason, site_reason_for
+from h2dlint.analyzer import FileSummary, report_reason
+from h2dlint.hotness import Heat, site_cold_reason
 from h2dlint.project import ProjectRun
+from h2dlint.rules import RULES_BY_CODE
 from h2dlint.summary import FunctionInfo, Site
 
 
@@ -59,12 +60,14 @@ def _function_verdict(function: Optional[FunctionInfo], heat: dict, module: str)
 
 def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str:
     site: Site = file.summary.sites[index]
-    cold = site_cold_reason(site)
-    if cold is not None:
-        return f"is not reported: {cold}"
     owner: Optional[Heat] = heat.get((module, site.function))
-    reason = site_reason_for(site, owner, module)
-    if reason is None:
+    reason = report_reason(site, owner, module)
+    if RULES_BY_CODE[site.code].reports_capture:
+        if reason is None:
+            return "is not reported: it does not run under CUDA-graph capture"
+    elif site_cold_reason(site) is not None:
+        return f"is not reported: {site_cold_reason(site)}"
+    elif reason is None:
         kind = "runs once" if owner is not None else "is not known to run per step"
         return f"is not reported: the code around it {kind} (see above)"
     if file.suppressed[index]:

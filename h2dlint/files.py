@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:  # imported when a .gitignore or --exclude needs it: a warm run has no time for it
     import pathspec
@@ -28,22 +28,27 @@ class Candidate:
 
 
 _Ignore = Tuple[str, "pathspec.GitIgnoreSpec"]  # a folder and the patterns that apply below it
+Excluded = Callable[[str, bool], bool]  # (path, is_dir) -> skip it; e.g. a configuration's `exclude`
 
 
-def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> List[Candidate]:
+def discover(paths: Sequence[str], exclude: Sequence[str] = (), excluded: Optional[Excluded] = None) -> List[Candidate]:
     """Python files under `paths`, sorted per argument. Files named explicitly are always checked."""
     found: List[Candidate] = []
     for path in paths:
         if not os.path.lexists(path):
             found.append(Candidate(path, "no such file or directory"))
         elif os.path.isdir(path):
-            found.extend(Candidate(p) for p in sorted(_walk(path, exclude)))
+            found.extend(Candidate(p) for p in sorted(_walk(path, exclude, excluded or _nothing_excluded)))
         else:
             found.append(Candidate(path))
     return found
 
 
-def _walk(top: str, exclude: Sequence[str]) -> Iterator[str]:
+def _nothing_excluded(path: str, is_dir: bool) -> bool:
+    return False
+
+
+def _walk(top: str, exclude: Sequence[str], excluded: Excluded) -> Iterator[str]:
     base = _ancestor_ignores(top)
     if exclude:
         base.append((top, _spec(exclude)))
@@ -54,14 +59,19 @@ def _walk(top: str, exclude: Sequence[str]) -> Iterator[str]:
         if local is not None:
             here = here + [(folder, local)]
         dirs[:] = sorted(
-            d for d in dirs if d not in DEFAULT_EXCLUDED_DIRS and not _ignored(os.path.join(folder, d), True, here)
+            d for d in dirs if d not in DEFAULT_EXCLUDED_DIRS and not _skipped(folder, d, True, here, excluded)
         )
         for d in dirs:
             inherited[os.path.normpath(os.path.join(folder, d))] = here
         for name in files:
             path = os.path.join(folder, name)
-            if name.endswith(".py") and os.path.isfile(path) and not _ignored(path, False, here):
+            if name.endswith(".py") and os.path.isfile(path) and not _skipped(folder, name, False, here, excluded):
                 yield path
+
+
+def _skipped(folder: str, name: str, is_dir: bool, ignores: Sequence[_Ignore], excluded: Excluded) -> bool:
+    path = os.path.join(folder, name)
+    return _ignored(path, is_dir, ignores) or excluded(path, is_dir)
 
 
 def _ancestor_ignores(top: str) -> List[_Ignore]:

@@ -6,10 +6,12 @@ the same rows and columns as `h2dlint check`.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterator, Tuple
 
 from h2dlint import __version__
 from h2dlint.analyzer import check_source, failure_reason
+from h2dlint.config import settings_for_path
 from h2dlint.settings import Settings
 
 # Reported once, at 1:1, when a file that Python parses cannot be analysed (too deeply nested for the
@@ -42,9 +44,7 @@ class Flake8Checker:
 
 
 def _settings_for(filename: str) -> Settings:
-    """The settings that apply to `filename`.
-
-    The one place where the flake8 face gets its configuration: `[tool.h2dlint]` (in the pyproject.toml
-    that applies to the file) is to be read here, once the configuration reader exists. flake8's own
-    `--select` and `--extend-ignore` then filter the codes on top of it."""
-    return Settings()
+    """The settings that apply to `filename`: its `[tool.h2dlint]` table, found as the CLI finds it (stdin
+    uses the current folder's). flake8's own `--select` and `--extend-ignore` then filter the codes on top of
+    it. A broken configuration raises ConfigError, which `run` reports as HTD001."""
+    return settings_for_path(os.curdir if filename in ("stdin", "-") else filename)

@@ -1,7 +1,8 @@
 """The hot/cold model: which code runs per step or per request, and why.
 
 A function is **cold** (one-time) when it is marked `# h2dlint: cold`, sits in a class so marked, has a
-one-time name (`__init__`, weight loading, buffer creation, capture, warmup; see `Settings`), or is nested
+one-time name (`__init__`, weight loading, buffer creation, capture, warmup; see `Settings`), caches its
+results (`@functools.lru_cache`, `@cache`, `@cached_property`: the body runs once per key), or is nested
 in a cold function. Cold wins: nothing in a cold function is reported, and hotness does not flow into it.
 
 A function is **hot** when it is marked `# h2dlint: hot` (or its class is), has a per-step entry-point
@@ -9,9 +10,11 @@ name, is called from a hot function (`self.m()`, `cls.m()`, `super().m()`, `Cls.
 resolving to a known function), is called in a loop, or is nested in a hot function. Hotness propagates
 along calls transitively; the shortest chain is kept, so messages can name it.
 
-A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site
-inside a `with torch.cuda.graph(...)` block is capture, and one under `if self._x is None:` or
-`if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls made there spread no heat.
+A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site that
+runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function of the module
+such a block calls, transitively: `mark_captured`) is capture, and HTD106 reports it instead. One under
+`if self._x is None:` or `if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls
+made there spread no heat.
 
 The propagation works on any `CallGraph`: `ModuleGraph` reasons about one module alone (what a single file
 shows); `h2dlint.index.ProjectGraph` reasons across the files of a project.
@@ -123,10 +126,41 @@ def site_cold_reason(site: Site) -> Optional[str]:
     if site.marked_cold:
         return "the site is marked `# h2dlint: cold`"
     if site.in_graph_capture:
-        return "it is inside a `torch.cuda.graph(...)` capture block, which runs once"
+        return f"it runs under CUDA-graph capture ({site.capture}), which HTD106 reports"
     if site.one_time:
         return "it is inside a one-time cached build (`if self._x is None:` / `if not hasattr(self, ...)`)"
     return None
+
+
+def mark_captured(summary: ModuleSummary) -> None:
+    """Mark the sites in functions that a `with torch.cuda.graph(...)` block calls, directly or through other
+    calls of this module, as running under capture, with the chain that makes them so."""
+    roots = [call for call in summary.calls if call.capture_line is not None]
+    if not roots:
+        return
+    graph = ModuleGraph(summary)
+    # function -> (callers from the one called in the block down to its caller, where that block is)
+    captured: Dict[str, Tuple[Tuple[str, ...], str]] = {}
+    queue: Deque[str] = deque()
+    for call in roots:
+        where = "module level" if call.caller == MODULE else f"`{call.caller}`"
+        for _, callee in graph.resolve(call):
+            if callee not in captured:
+                captured[callee] = ((), f"inside `with torch.cuda.graph(...)` at line {call.capture_line} of {where}")
+                queue.append(callee)
+    while queue:
+        caller = queue.popleft()
+        chain, block = captured[caller]
+        for _, callee in graph.callees(("", caller)):
+            if callee not in captured:
+                captured[callee] = ((caller,) + chain, block)
+                queue.append(callee)
+    for site in summary.sites:
+        if site.capture is None and site.function in captured:
+            chain, block = captured[site.function]
+            callers = " ← ".join(f"`{c}`" for c in chain)
+            via = f" from {callers}, which is called" if chain else ""
+            site.in_graph_capture, site.capture = True, f"`{site.function}` is called{via} {block}"
 
 
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
@@ -138,6 +172,8 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
         return Heat(False, f"class `{_HERE}{cls.qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
     if settings.is_cold_name(function.name):
         return Heat(False, f"`{_HERE}{qualname}` runs once (one-time setup)", "one-time", module=module)
+    if function.cache_decorator is not None:
+        return Heat(False, f"`{_HERE}{qualname}` is cached by `@{function.cache_decorator}`", "cached", module=module)
     parent = summary.functions.get(function.parent or "")
     if parent is not None:
         return _cold_heat(parent, summary, module, settings)

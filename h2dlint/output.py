@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
 from h2dlint.analyzer import Diagnostic, FileResult
+from h2dlint.rules import RULES_BY_CODE
 from h2dlint.sarif import render_sarif
 from h2dlint.summary import Fix, Span
 
@@ -92,6 +94,17 @@ def render_github(results: Sequence[FileResult]) -> str:
 def render_errors(results: Sequence[FileResult]) -> str:
     """One line per file that could not be checked, naming it and the reason."""
     return "".join(f"{result.path}: error: {result.error}\n" for result in results if result.error)
+
+
+def render_statistics(results: Sequence[FileResult], output_format: str) -> str:
+    """Findings per code, most frequent first, as ruff's `--statistics` prints them."""
+    counts = Counter(d.code for result in results for d in result.diagnostics)
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if output_format == "json":
+        entries = [{"code": code, "name": RULES_BY_CODE[code].name, "count": count} for code, count in rows]
+        return json.dumps(entries, indent=2) + "\n"
+    width = max((len(str(count)) for _, count in rows), default=1)
+    return "".join(f"{count:>{width}}\t{code}\t{RULES_BY_CODE[code].name}\n" for code, count in rows)
 
 
 def count_findings(count: int) -> str:

@@ -20,7 +20,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules, summarize_source
 from h2dlint.autofix import FixOutcome, fix_file
 from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
-from h2dlint.files import Candidate, discover
+from h2dlint.files import Candidate, Excluded, discover
 from h2dlint.hotness import Heat, Key, propagate
 from h2dlint.index import ProjectGraph, module_names
 from h2dlint.settings import Settings
@@ -30,9 +30,9 @@ from h2dlint.summary import ModuleSummary
 # Below this many files to parse, starting worker processes costs more than it saves.
 SERIAL_BELOW = 48
 
+Progress = Callable[[Sequence[str]], Iterable[str]]  # wraps the paths being parsed, e.g. in a progress bar
 _Summarized = Tuple[Optional[Stat], str, FileSummary]  # a file's stat, content key and summary
 _Outcome = Union[_Summarized, str]  # or the one-line reason it could not be read
-Progress = Callable[[Sequence[str]], Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -56,24 +56,23 @@ def check_paths(
     exclude: Sequence[str] = (),
     jobs: Optional[int] = None,
     use_cache: bool = True,
+    excluded: Optional[Excluded] = None,
     progress: Optional[Progress] = None,
 ) -> List[FileResult]:
-    """Check files and folders as one project; results are in discovery order. `progress` wraps the files
-    to parse (say, in a progress bar)."""
+    """Check files and folders as one project; results are in discovery order. `excluded` skips more paths
+    while walking folders (a configuration's `exclude`); `progress` wraps the files as they are parsed
+    (the CLI's progress bar)."""
     with _collector_paused():
-        return _check_paths(paths, settings, exclude, jobs, use_cache, progress)
+        return _check_paths(discover(paths, exclude, excluded), settings, jobs, use_cache, progress)
 
 
 def _check_paths(
-    paths: Sequence[str],
+    candidates: Sequence[Candidate],
     settings: Settings,
-    exclude: Sequence[str],
     jobs: Optional[int],
     use_cache: bool,
-    progress: Optional[Progress],
+    progress: Optional[Progress] = None,
 ) -> List[FileResult]:
-    enabled_rules(settings)  # an unknown rule selector is a usage error, raised before any work
-    candidates = discover(paths, exclude)
     cache = Cache(settings) if use_cache else None
     last = cache.load_last_run() if cache is not None else LastRun()
     unchanged = _unchanged_keys(candidates, last)
@@ -102,25 +101,32 @@ def fix_paths(
     jobs: Optional[int] = None,
     use_cache: bool = True,
     write: bool = True,
+    excluded: Optional[Excluded] = None,
     progress: Optional[Progress] = None,
+    settings_for: Optional[Callable[[str], Settings]] = None,
 ) -> List[FixOutcome]:
     """Fix what a project check of `paths` finds (write=False: only compute the fixes, for --diff).
 
     Files with nothing fixable are not touched; the others are re-read and fixed with the heat the project
-    run found for them, so `--fix` fixes exactly the findings `check` reports."""
+    run found for them, so `--fix` fixes exactly the findings `check` reports. `settings_for` gives a file's
+    own settings (its configuration's rule selection), which decide what is fixed and reported there."""
     with _collector_paused():
         cache = Cache(settings) if use_cache else None
-        candidates = discover(paths, exclude)
+        candidates = discover(paths, exclude, excluded)
         run = analyse(candidates, settings, jobs, cache, cache.load_last_run() if cache else None, progress)
-        return [_fix_result(result, run, settings, write) for result in run.results]
+        own = settings_for or (lambda path: settings)
+        return [_fix_result(result, run, own(result.path), write) for result in run.results]
 
 
 def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool) -> FixOutcome:
-    if result.error is not None or not any(d.fix is not None for d in result.diagnostics):
-        return FixOutcome(result.path, result.diagnostics, 0, "", "", result.error)
+    rules = enabled_rules(settings)
+    codes = {rule.code for rule in rules}
+    selected = [d for d in result.diagnostics if d.code in codes]
+    if result.error is not None or not any(d.fix is not None for d in selected):
+        return FixOutcome(result.path, selected, 0, "", "", result.error)
     module = run.modules[result.path]
     known = (module, _file_heat(run.heat, module, run.summaries[result.path]))
-    return fix_file(result.path, settings, write=write, known=known)
+    return fix_file(result.path, settings, rules, write=write, known=known)
 
 
 def _unique(candidates: Sequence[Candidate]) -> List[Candidate]:
@@ -217,7 +223,7 @@ def _summaries(
     jobs: int,
     cache: Optional[Cache],
     last: LastRun,
-    progress: Optional[Progress],
+    progress: Optional[Progress] = None,
 ) -> Dict[str, _Outcome]:
     found: Dict[str, _Outcome] = {}
     todo: List[str] = []
@@ -229,8 +235,12 @@ def _summaries(
             found[path] = (stat, known[1], cached)  # type: ignore[index]
         else:
             todo.append(path)
-    found.update(_summarize_all(todo, settings, jobs, cache, progress or (lambda items: items)))
+    found.update(_summarize_all(todo, settings, jobs, cache, progress or _no_progress))
     return found
+
+
+def _no_progress(paths: Sequence[str]) -> Iterable[str]:
+    return paths
 
 
 def _summarize_all(

@@ -1,6 +1,7 @@
 """What a run is configured to do: which rules, and which functions are hot or cold.
 
-The CLI builds a `Settings` from its flags; every face of h2dlint reads the same object.
+`h2dlint.config` builds a `Settings` from `[tool.h2dlint]` and the command line; every face of h2dlint reads
+the same object.
 """
 
 from __future__ import annotations
@@ -11,27 +12,55 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
-# Per-step entry points. Their bodies run once per decode/forward step.
+# Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
+# Tuned on the sglang and vllm runtimes (see benchmarks/engine_findings.py): the names their schedulers,
+# model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
+# Patterns are fnmatch globs, matched against the name with and without leading underscores.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
     "forward",
+    "forward_*",  # forward_extend, forward_decode, _forward_impl
+    "*_forward",  # model_forward, run_forward
+    "*_fwd",  # kernel launchers: decode_attention_fwd
     "__call__",
     "step",
-    "prepare_for_decode",
-    "prepare_for_extend",
+    "*_step",  # decode_step, train_step
+    "*prepare_for_*",  # prepare_for_decode, prepare_for_extend, prepare_for_forward, eagle_prepare_for_decode
+    "prepare_inputs*",
+    "prepare_lora_*",
+    "*forward_metadata*",  # attention backends: init_forward_metadata, once per forward batch
+    "build*metadata*",  # metadata builders: build_metadata, build_*_metadata
+    "plan_*",  # attention and kernel planning per batch: plan_sparse_prefill
+    "*_plan",  # build_*_checkpoint_plan, attach_plan
+    "*replay*",  # CUDA-graph replay: replay_prepare, update_for_replay (capture stays cold)
+    "*decode*",  # decode paths: forward_decode, eagle_prepare_for_decode, *_decode_attention
+    "*extend*",  # prefill/extend paths: forward_extend, alloc_extend
+    "execute_model",
     "sample",
+    "sample_*",
+    "compute_logits",
+    "get_*_feature",  # multimodal encoders, once per request with images, audio or video
+    "embed_multimodal",
+    "process_batch_result*",
 )
 
-# One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup.
-# Patterns are fnmatch globs, matched against the name with and without leading underscores.
+# One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup, tests.
 DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "__init__",
     "__post_init__",
     "__init_subclass__",
     "__new__",
     "*load_weights*",
-    "*weight_loader*",
     "load_state_dict",
     "*_after_loading",
+    "*weight_loader*",
+    "*weights_iterator*",
+    "*repack*",  # weight layout conversions: repack_*, *_zero_points, *_permute_scales
+    "*zero_points*",
+    "*permute_scales*",
+    "*autotune*",
+    "*abort*",  # failure and cancellation paths
+    "reset_*",  # state resets after reconfiguration or memory reuse
+    "create_*weights*",
     "create_*buffer*",
     "init_*buffer*",
     "alloc*buffer*",
@@ -39,6 +68,8 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "*capture*",
     "*warmup*",
     "*warm_up*",
+    "*dummy*",
+    "test_*",
     "*profile_run*",
     "_profile_*",
 )
@@ -56,6 +87,9 @@ class Settings:
     extend_cold_functions: Tuple[str, ...] = ()
     # Where fixes import `h2d_tensor` / `h2d_as_tensor` from; a project may vendor the helper.
     helper_module: str = "h2dlint.runtime"
+    # Globs over a receiver as written (`self.input_ids`, `*_gpu`, `*`) naming tensors known to live on an
+    # accelerator; HTD105 reports `x.new_tensor(data)` on them.
+    accelerator_tensors: Tuple[str, ...] = ()
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)
 

@@ -45,6 +45,7 @@ class FunctionInfo:
     class_qualname: Optional[str]  # set for methods
     parent: Optional[str]  # the enclosing function, for nested functions
     marker: Optional[str] = None  # "hot" or "cold", from a `# h2dlint: ...` comment
+    cache_decorator: Optional[str] = None  # "functools.lru_cache" and the like: the body runs once per key
     end_line: int = 0  # the last line of its body
 
 
@@ -67,6 +68,7 @@ class CallRef:
     owner: Optional[str]  # the plain name X for "attr"
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
+    capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     one_time: bool = False  # under a cached-build guard (`if self._x is None:`): spreads no heat
 
 
@@ -81,7 +83,8 @@ class Site:
     function: str  # enclosing function qualname, or MODULE
     loop: Optional[Tuple[str, int]]  # ("loop" | "comprehension", line), innermost, within the function
     marked_cold: bool = False
-    in_graph_capture: bool = False  # inside `with torch.cuda.graph(...)`: one-time capture, never rewritten
+    in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
+    capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"
     one_time: bool = False  # under a cached-build guard: `if self._x is None:` / `if not hasattr(self, ...)`
     fix: Optional[Fix] = None
     unfixable: Optional[str] = None  # why the rule's fix does not apply here

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 REFERENCE = FIXTURES / "reference"
+
+# Small modules with one finding each: HTD101 and HTD104 in a per-step function.
+HOT = "import torch\n\ndef forward(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
+HOT_104 = "import torch\n\ndef step(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    """Write `text` (dedented) to `folder/name`, creating folders as needed."""
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
 
 
 def cuda_available() -> bool:

@@ -9,18 +9,9 @@ import textwrap
 
 import pytest
 
-from conftest import PYTHON, REFERENCE, ROOT
+from conftest import HOT, HOT_104, PYTHON, REFERENCE, ROOT, write
 
-HOT = "import torch\n\ndef forward(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
-HOT_104 = "import torch\n\ndef step(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"
 CLEAN = "import torch\n\ndef __init__(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
-
-
-def write(folder, name, text):
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def test_clean_file_exits_0(tmp_path, run_cli):
@@ -220,7 +211,8 @@ def test_rule_prints_documentation(run_cli):
 def test_rule_without_code_lists_rules(run_cli):
     code, out, _ = run_cli("rule")
     assert code == 0
-    assert [line.split()[0] for line in out.splitlines()] == ["HTD101", "HTD104"]
+    listed = [line.split()[0] for line in out.splitlines()]
+    assert listed == ["HTD101", "HTD102", "HTD103", "HTD104", "HTD105", "HTD106"]
 
 
 def test_python_dash_m_runs_the_cli():

@@ -13,6 +13,7 @@ from typing import ClassVar, Optional, Sequence, Tuple
 
 from h2dlint.rewrites import Rewrite
 from h2dlint.scopes import NameResolver
+from h2dlint.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,12 @@ class Rule:
     triggers: ClassVar[Tuple[Tuple[str, ...], ...]]
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
+    # True for a rule that reports constructs under CUDA-graph capture: its sites are reported when they run
+    # under capture (see `analyzer.report_reason`), whatever their hotness, and other rules' sites there are not.
+    reports_capture: ClassVar[bool] = False
+
+    def __init__(self, settings: Optional[Settings] = None) -> None:
+        self.settings = settings if settings is not None else Settings()
 
     def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
         raise NotImplementedError

@@ -5,8 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from h2dlint.arguments import keyword_arg
-from h2dlint.constructs import is_host_device
+from h2dlint.constructs import accelerator_device, has_empty_literal_data
 from h2dlint.rewrites import constructor_rewrite
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.scopes import NameResolver
@@ -53,6 +52,7 @@ class TensorWithDevice(Rule):
         Valid("import torch\n\ndef forward(x):\n    return torch.tensor(x, device='cpu')\n"),
         Valid("import torch\n\ndef forward(x):\n    return torch.tensor(x, device=torch.device('cpu', 0))\n"),
         Valid("import torch\n\ndef forward(x):\n    return torch.tensor(x, device=None)\n"),
+        Valid("import torch\n\ndef forward(x):\n    return torch.tensor([], device='cuda')\n"),
         Valid("import torch\n\nTABLE = torch.tensor([1, 2, 3], device='cuda')\n"),
         Valid(
             "import torch\n\nclass M:\n    def __init__(self, device):\n"
@@ -111,10 +111,9 @@ class TensorWithDevice(Rule):
     )
 
     def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
-        if names.qualify(call.func) != "torch.tensor":
+        if names.qualify(call.func) != "torch.tensor" or accelerator_device(call, names) is None:
             return None
-        device = keyword_arg(call, "device")
-        if device is None or is_host_device(device.value, names):
+        if has_empty_literal_data(call):
             return None
         rewrite, unfixable = constructor_rewrite(call, "h2d_tensor")
         return Match(

@@ -1,0 +1,233 @@
+"""Configuration in `pyproject.toml` (`[tool.h2dlint]`), merged with command-line flags into `Settings`.
+
+Discovery follows ruff: for each checked file, the nearest `pyproject.toml` above it (starting in the file's
+own folder) that has a `[tool.h2dlint]` table is its configuration; a `pyproject.toml` without that table is
+passed over, and the walk goes on to the filesystem root. The nearest table wins whole: tables are never
+merged. Patterns in `exclude` and `per-file-ignores` are relative to the folder holding that file.
+
+Every face calls `settings_for_path(path, overrides)`: the CLI per file, the flake8 plugin per file.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import pathspec
+
+from h2dlint.settings import Settings, UsageError, selected_codes
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on older Pythons only
+    import tomli as tomllib
+
+PYPROJECT = "pyproject.toml"
+
+
+class ConfigError(UsageError):
+    """A configuration file that cannot be used: unreadable, not TOML, or a bad key or value (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line flags. `select` replaces the file's selection (and its ignores), as in ruff; the other
+    lists extend the file's."""
+
+    select: Optional[Tuple[str, ...]] = None  # None: not given on the command line
+    ignore: Tuple[str, ...] = ()
+    extend_hot_functions: Tuple[str, ...] = ()
+    extend_cold_functions: Tuple[str, ...] = ()
+    exclude: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """One `[tool.h2dlint]` table, validated. `root` is the folder holding its `pyproject.toml`."""
+
+    path: str
+    root: str
+    select: Tuple[str, ...] = ()
+    ignore: Tuple[str, ...] = ()
+    extend_hot_functions: Tuple[str, ...] = ()
+    extend_cold_functions: Tuple[str, ...] = ()
+    exclude: Tuple[str, ...] = ()
+    helper_module: str = Settings.helper_module
+    accelerator_tensors: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+
+    def ignored_codes_for(self, path: str) -> Tuple[str, ...]:
+        """The `per-file-ignores` selectors whose pattern matches `path`."""
+        relative = _relative_posix(path, self.root)
+        if relative is None:
+            return ()
+        return tuple(
+            code for pattern, codes in self.per_file_ignores if _spec((pattern,)).match_file(relative) for code in codes
+        )
+
+
+def settings_for_path(path: str, overrides: Overrides = Overrides()) -> Settings:
+    """The settings for checking `path`: its nearest `[tool.h2dlint]` table, then the command-line flags.
+
+    Raises ConfigError (one line naming the file and key) when that table is unusable.
+    """
+    return settings_from(config_for_path(path), overrides, path)
+
+
+def config_for_path(path: str) -> Optional[ProjectConfig]:
+    """The nearest `[tool.h2dlint]` table at or above `path` (a file or a folder), or None."""
+    folder = os.path.abspath(path)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    while True:
+        candidate = os.path.join(folder, PYPROJECT)
+        try:
+            stat = os.stat(candidate)
+        except OSError:
+            stat = None
+        if stat is not None and os.path.isfile(candidate):
+            config = _load(candidate, stat.st_mtime_ns, stat.st_size)
+            if config is not None:
+                return config
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: Optional[str] = None) -> Settings:
+    select = config.select if config else ()
+    ignore = config.ignore if config else ()
+    if overrides.select is not None:
+        select, ignore = overrides.select, ()
+    per_file = config.ignored_codes_for(path) if config and path else ()
+    return Settings(
+        select=select,
+        ignore=ignore + overrides.ignore + per_file,
+        extend_hot_functions=(config.extend_hot_functions if config else ()) + overrides.extend_hot_functions,
+        extend_cold_functions=(config.extend_cold_functions if config else ()) + overrides.extend_cold_functions,
+        helper_module=config.helper_module if config else Settings.helper_module,
+        accelerator_tensors=config.accelerator_tensors if config else (),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: str, mtime_ns: int, size: int) -> Optional[ProjectConfig]:
+    """Parse once per version of the file (the stat in the key notices edits)."""
+    table = _h2dlint_table(path)
+    return None if table is None else _validated(path, table)
+
+
+def _h2dlint_table(path: str) -> Optional[Mapping[str, Any]]:
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: not valid TOML: {str(error).splitlines()[0]}") from None
+    tool = document.get("tool")
+    table = tool.get("h2dlint") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: `tool.h2dlint` must be a table")
+    return table
+
+
+def _validated(path: str, table: Mapping[str, Any]) -> ProjectConfig:
+    values: Dict[str, Any] = {}
+    for key, value in table.items():
+        reader = _READERS.get(key)
+        if reader is None:
+            known = ", ".join(sorted(_READERS))
+            raise ConfigError(f"{path}: unknown key `{key}` in [tool.h2dlint] (known keys: {known})")
+        field_name, read = reader
+        try:
+            values[field_name] = read(value)
+        except ValueError as error:
+            raise ConfigError(f"{path}: [tool.h2dlint] `{key}`: {error}") from None
+    return ProjectConfig(path=path, root=os.path.dirname(path), **values)
+
+
+def _string_list(value: Any) -> Tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"expected a list of strings, got {_toml_repr(value)}")
+    return tuple(value)
+
+
+def _selectors(value: Any) -> Tuple[str, ...]:
+    from h2dlint.rules import ALL_CODES  # the registry imports settings; import it only when validating
+
+    selectors = _string_list(value)
+    for selector in selectors:
+        try:
+            selected_codes(ALL_CODES, (selector,), ())
+        except UsageError:
+            raise ValueError(f"unknown rule selector {selector!r} (known codes: {', '.join(ALL_CODES)})") from None
+    return selectors
+
+
+def _module_name(value: Any) -> str:
+    if not isinstance(value, str) or not all(part.isidentifier() for part in value.split(".")):
+        raise ValueError(f"expected a dotted module name such as \"mypkg.h2d\", got {_toml_repr(value)}")
+    return value
+
+
+def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a table of pattern = [codes], got {_toml_repr(value)}")
+    entries = []
+    for pattern, codes in value.items():
+        try:
+            entries.append((pattern, _selectors(codes)))
+        except ValueError as error:
+            raise ValueError(f"pattern {pattern!r}: {error}") from None
+    return tuple(entries)
+
+
+_READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
+    "select": ("select", _selectors),
+    "ignore": ("ignore", _selectors),
+    "extend-hot-functions": ("extend_hot_functions", _string_list),
+    "extend-cold-functions": ("extend_cold_functions", _string_list),
+    "exclude": ("exclude", _string_list),
+    "helper-module": ("helper_module", _module_name),
+    "accelerator-tensors": ("accelerator_tensors", _string_list),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+}
+
+
+def _toml_repr(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array", dict: "a table"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+@functools.lru_cache(maxsize=None)
+def _spec(patterns: Tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def _relative_posix(path: str, root: str) -> Optional[str]:
+    relative = os.path.relpath(os.path.abspath(path), root)
+    if relative == os.curdir or relative.startswith(os.pardir):
+        return None
+    return relative.replace(os.sep, "/")
+
+
+def excluded_by_config(path: str, is_dir: bool) -> bool:
+    """Whether `exclude` in the configuration governing `path` covers it. A folder is governed by the
+    configuration of the folder holding it, not by one inside it."""
+    config = config_for_path(os.path.dirname(os.path.abspath(path)))
+    if config is None or not config.exclude:
+        return False
+    relative = _relative_posix(path, config.root)
+    return relative is not None and _spec(config.exclude).match_file(relative + ("/" if is_dir else ""))
+
+
+__all__: List[str] = [
+    "ConfigError", "Overrides", "ProjectConfig", "config_for_path", "excluded_by_config", "settings_for_path"
+]

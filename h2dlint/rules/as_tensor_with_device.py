@@ -1,0 +1,94 @@
+"""HTD102: `torch.as_tensor(data, device=<accelerator>)` in hot code."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from h2dlint.constructs import accelerator_device, has_empty_literal_data
+from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.scopes import NameResolver
+
+
+class AsTensorWithDevice(Rule):
+    code = "HTD102"
+    name = "as-tensor-with-device"
+    summary = "`torch.as_tensor(data, device=...)` in hot code: a blocking copy and a stream sync on every call."
+    triggers = (("as_tensor",), ("device",))
+
+    what_it_does = """
+        Checks for `torch.as_tensor(data, device=...)` with an accelerator device in code that runs per step
+        or per request.
+        """
+    why_bad = """
+        When `data` is host data (a list, a NumPy array, a CPU tensor), `torch.as_tensor` copies it to the
+        device exactly as `torch.tensor(..., device=...)` does: a blocking copy followed by
+        `cudaStreamSynchronize`, so the host waits for all work already queued on the stream. "as" suggests
+        a free conversion, which is why this form survives review in per-step code.
+
+        When `data` is already a tensor on that device, the call is free and the finding can be ignored
+        with `# noqa: HTD102`. Note that the original call, by accident, leaves the current stream drained;
+        code that afterwards reads a buffer filled by an earlier `non_blocking` device-to-host copy may
+        depend on that.
+        """
+    example = """
+        class Sampler:
+            def forward(self, logits, reqs):
+                temperatures = torch.as_tensor([r.temperature for r in reqs], device=logits.device)
+                return logits / temperatures[:, None]
+        """
+    use_instead = """
+        class Sampler:
+            def forward(self, logits, reqs):
+                pinned = torch.tensor([r.temperature for r in reqs], pin_memory=True)
+                temperatures = pinned.to(logits.device, non_blocking=True)
+                return logits / temperatures[:, None]
+        """
+
+    VALID = (
+        Valid("import torch\n\ndef forward(x):\n    return torch.as_tensor(x)\n"),
+        Valid("import torch\n\ndef forward(x):\n    return torch.as_tensor(x, device='cpu')\n"),
+        Valid("import torch\n\ndef forward(x):\n    return torch.as_tensor(x, dtype=torch.int32, device=None)\n"),
+        Valid("import torch\n\ndef forward(x):\n    return torch.as_tensor((), device='cuda')\n"),
+        Valid("import torch\n\nTABLE = torch.as_tensor([1, 2, 3], device='cuda')\n"),
+        Valid(
+            "import torch\n\nclass M:\n    def __init__(self, rows, device):\n"
+            "        self.rows = [torch.as_tensor(r, device=device) for r in rows]\n"
+        ),
+        Valid("import numpy as np\n\ndef forward(x):\n    return np.as_tensor(x, device='cuda')\n"),
+        Valid("import torch\n\ndef forward(x, torch):\n    return torch.as_tensor(x, device='cuda')\n"),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\nclass Sampler:\n    def forward(self, reqs, logits):\n"
+            "        t = torch.as_tensor([r.temperature for r in reqs], device=logits.device)\n",
+            line=5,
+            column=13,
+            reason="`Sampler.forward` runs per step",
+        ),
+        Invalid(
+            "from torch import as_tensor\n\ndef run(batches, dev):\n    for ids in batches:\n"
+            "        yield as_tensor(ids, dtype=int, device=dev)\n",
+            line=5,
+            column=15,
+            reason="in a loop at line 4",
+        ),
+        Invalid(
+            "import torch as th\n\ndef sample(x):\n    return th.as_tensor(x, device=th.device('cuda', 0))\n",
+            line=4,
+            reason="`sample` runs per step",
+        ),
+    )
+
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+        if names.qualify(call.func) != "torch.as_tensor" or accelerator_device(call, names) is None:
+            return None
+        if has_empty_literal_data(call):
+            return None
+        return Match(
+            node=call,
+            problem="`torch.as_tensor(..., device=...)` copies host data with a blocking host-to-device copy and"
+            " a stream sync on every call",
+            remedy="Build the data with `torch.tensor(..., pin_memory=True)` and copy it with"
+            " `.to(device, non_blocking=True)`",
+        )

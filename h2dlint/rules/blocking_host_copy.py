@@ -1,0 +1,111 @@
+"""HTD103: a blocking `.to(<device>)` / `.cuda()` of a tensor just built on the host, in hot code."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from h2dlint.constructs import device_copy, host_built_tensor, is_pinned
+from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.scopes import NameResolver
+
+
+class BlockingHostCopy(Rule):
+    code = "HTD103"
+    name = "blocking-copy-of-host-tensor"
+    summary = "`torch.tensor(x).to(device)` in hot code: a blocking copy and a stream sync on every call."
+    triggers = (("tensor", "from_numpy", "asarray"), (".to", ".cuda"))
+
+    what_it_does = """
+        Checks for a blocking `.to(<device>)` or `.cuda()` (no `non_blocking=True`) applied to a tensor just
+        built on the host by `torch.tensor`, `torch.as_tensor`, `torch.asarray` or `torch.from_numpy` without
+        a device, in code that runs per step or per request. This covers the keyword forms
+        `.to(device=..., dtype=...)`, host-preserving methods in between (`torch.tensor(x).long().cuda()`) and
+        a local variable assigned once from such a tensor.
+        """
+    why_bad = """
+        A blocking host-to-device copy is a `cudaMemcpyAsync` followed by `cudaStreamSynchronize`: the host
+        waits for all work already queued on the stream, such as the previous forward pass, on every call.
+        It is the same stall as `torch.tensor(data, device=...)`, written in two steps.
+
+        Building the tensor with `pin_memory=True` and copying it with `non_blocking=True` removes the sync;
+        the caching host allocator keeps the pinned block alive until the copy has finished. Note that the
+        original call, by accident, leaves the current stream drained: code that afterwards reads a buffer
+        filled by an earlier `non_blocking` device-to-host copy may depend on that.
+        """
+    example = """
+        class LoRAManager:
+            def prepare_lora_batch(self, batch):  # h2dlint: hot
+                ranks = torch.tensor([self.ranks[uid] for uid in batch.lora_ids], dtype=torch.int32)
+                self.batch_ranks = ranks.to(self.device)
+        """
+    use_instead = """
+        class LoRAManager:
+            def prepare_lora_batch(self, batch):  # h2dlint: hot
+                ranks = torch.tensor(
+                    [self.ranks[uid] for uid in batch.lora_ids], dtype=torch.int32, pin_memory=True
+                )
+                self.batch_ranks = ranks.to(self.device, non_blocking=True)
+        """
+
+    VALID = (
+        Valid("import torch\n\ndef step(x, dev):\n    return torch.tensor(x).to(dev, non_blocking=True)\n"),
+        Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to(torch.int32)\n"),
+        Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to(dtype=torch.int32)\n"),
+        Valid("import torch\n\ndef step(x):\n    return torch.from_numpy(x).to('cpu')\n"),
+        Valid("import torch\n\ndef step(x, dev):\n    return torch.tensor(x, device=dev).to(dev)\n"),
+        Valid("import torch\n\ndef step(x, dev):\n    return x.to(dev)\n"),
+        Valid("import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t + 1\n    return t.to(dev)\n"),
+        Valid("import torch\n\ndef setup(x):\n    return torch.tensor(x).cuda()\n"),
+        Valid("import torch\n\ndef step(x, **kw):\n    return torch.tensor(x, **kw).cuda()\n"),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\ndef step(x):\n    return torch.tensor(x).cuda()\n",
+            line=4,
+            column=12,
+            reason="`step` runs per step",
+        ),
+        Invalid(
+            "import torch\n\ndef feed(arrays, dev):\n    for a in arrays:\n"
+            "        yield torch.from_numpy(a).to(device=dev, dtype=torch.int32)\n",
+            line=5,
+            column=15,
+            reason="in a loop at line 4",
+        ),
+        Invalid(
+            "import torch\n\ndef forward(ids, dev):\n    t = torch.as_tensor(ids, dtype=torch.int64)\n"
+            "    return t.long().to(dev, torch.int32)\n",
+            line=5,
+            column=12,
+        ),
+        Invalid(
+            "import torch\n\ndef forward(ids):\n"
+            "    return torch.tensor(ids, pin_memory=True).cuda(non_blocking=False)\n",
+            line=4,
+            reason="`forward` runs per step",
+        ),
+    )
+
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+        copy = device_copy(call, names)
+        if copy is None or copy.non_blocking:
+            return None
+        source = host_built_tensor(copy.receiver, names, pinned_too=True)
+        if source is None:
+            return None
+        built = f"`{names.qualify(source.func)}(...)`"
+        if is_pinned(source):
+            return Match(
+                node=call,
+                problem=f"blocking `.{copy.method}(...)` of a pinned tensor just built by {built} makes a stream sync"
+                " on every call",
+                remedy="Pass `non_blocking=True`: the source is already pinned",
+            )
+        return Match(
+            node=call,
+            problem=f"`.{copy.method}(...)` of a tensor just built on the host by {built} makes a blocking"
+            " host-to-device copy and a stream sync on every call",
+            remedy="Build the tensor in pinned memory (`pin_memory=True`) and copy it with"
+            " `non_blocking=True`",
+        )

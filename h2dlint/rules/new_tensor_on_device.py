@@ -1,0 +1,102 @@
+"""HTD105: `x.new_tensor(data)` where `x` is on an accelerator, in hot code."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from typing import Optional
+
+from h2dlint.arguments import keyword_value
+from h2dlint.constructs import is_host_device, on_accelerator
+from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.scopes import NameResolver
+
+
+class NewTensorOnDevice(Rule):
+    code = "HTD105"
+    name = "new-tensor-on-device"
+    summary = "`x.new_tensor(data)` with `x` on an accelerator, in hot code: a blocking copy and a stream sync."
+    triggers = (("new_tensor",),)
+
+    what_it_does = """
+        Checks for `x.new_tensor(data)` in code that runs per step or per request, when the new tensor lands
+        on an accelerator. `new_tensor` takes its device from `x`, which a linter rarely knows, so the rule
+        reports only when it is known:
+        - the call passes an accelerator `device=`;
+        - `x` is a local variable the function assigns once from a torch call with an accelerator
+          `device=`, or from `.cuda()` / `.to(<device>)`;
+        - `x`, as written (`input_ids`, `self.seq_lens`), matches a pattern in the `accelerator-tensors`
+          setting of `[tool.h2dlint]` (fnmatch globs; `["*"]` treats every receiver as on the device).
+        """
+    why_bad = """
+        `x.new_tensor(data)` with `x` on CUDA builds `data` in pageable host memory and copies it with a
+        blocking copy followed by `cudaStreamSynchronize`, exactly as `torch.tensor(data, device=x.device)`
+        does. The host waits for all work queued on the stream on every call.
+
+        There is no automatic fix: the device is only known at run time.
+        """
+    example = """
+        def forward(self, input_ids, reqs):
+            positions = torch.zeros(len(reqs), dtype=torch.int64, device="cuda")
+            lengths = positions.new_tensor([len(r.tokens) for r in reqs])
+        """
+    use_instead = """
+        def forward(self, input_ids, reqs):
+            positions = torch.zeros(len(reqs), dtype=torch.int64, device="cuda")
+            pinned = torch.tensor([len(r.tokens) for r in reqs], dtype=torch.int64, pin_memory=True)
+            lengths = pinned.to(positions.device, non_blocking=True)
+        """
+
+    VALID = (
+        Valid("import torch\n\ndef forward(x, data):\n    return x.new_tensor(data)\n"),
+        Valid("import torch\n\ndef forward(x, data):\n    return x.cuda().new_tensor(data, device='cpu')\n"),
+        Valid("import torch\n\ndef forward(data):\n    x = torch.zeros(3)\n    return x.new_tensor(data)\n"),
+        Valid(
+            "import torch\n\ndef load(data):\n    x = torch.zeros(3, device='cuda')\n    return x.new_tensor(data)\n"
+        ),
+        Valid(
+            "import torch\n\ndef forward(data):\n    x = torch.zeros(3, device='cpu')\n    return x.new_tensor(data)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\ndef forward(data, dev):\n    x = torch.zeros(3, device=dev)\n"
+            "    return x.new_tensor(data)\n",
+            line=5,
+            column=12,
+            reason="`forward` runs per step",
+        ),
+        Invalid(
+            "import torch\n\ndef step(data, t):\n    x = t.cuda()\n    return x.new_tensor(data)\n",
+            line=5,
+        ),
+        Invalid(
+            "import torch\n\ndef run(batches, t, dev):\n    for b in batches:\n"
+            "        yield t.new_tensor(b, device=dev)\n",
+            line=5,
+            reason="in a loop at line 4",
+        ),
+    )
+
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+        if not isinstance(call.func, ast.Attribute) or call.func.attr != "new_tensor":
+            return None
+        device = keyword_value(call, "device")
+        if device is not None:
+            if is_host_device(device, names):
+                return None
+        elif not self._receiver_on_accelerator(call.func.value, names):
+            return None
+        return Match(
+            node=call,
+            problem="`.new_tensor(...)` on an accelerator builds the data on the host and makes a blocking"
+            " host-to-device copy and a stream sync on every call",
+            remedy="Build the data with `torch.tensor(..., pin_memory=True)` and copy it with"
+            " `.to(x.device, non_blocking=True)`",
+        )
+
+    def _receiver_on_accelerator(self, receiver: ast.expr, names: NameResolver) -> bool:
+        if on_accelerator(receiver, names):
+            return True
+        patterns = self.settings.accelerator_tensors
+        return bool(patterns) and any(fnmatch.fnmatchcase(ast.unparse(receiver), p) for p in patterns)
