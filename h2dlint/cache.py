@@ -50,12 +50,14 @@ def default_cache_root() -> str:
 
 @dataclass
 class LastRun:
-    """What the previous run saw and concluded, for skipping work when nothing changed."""
+    """What the previous run saw and concluded, for skipping work when nothing (or little) changed."""
 
     stats: Dict[str, Tuple[Stat, str]] = field(default_factory=dict)  # absolute path -> (stat, content key)
     fingerprint: str = ""  # digest of every (path, content key) of that run
     results: Any = None  # the run's results, reusable when the fingerprint matches
     heat: Any = None  # the project heat per file, for one-file faces such as flake8
+    layout: str = ""  # digest of the run's files, in order: a run over the same files may reuse `heat`
+    names: Any = None  # the names of all the functions of the run's files
 
 
 def cache_roots(path: str) -> List[str]:

@@ -23,8 +23,8 @@ shows); `h2dlint.index.ProjectGraph` reasons across the files of a project.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import Deque, Dict, Iterable, Iterator, List, Optional, Tuple
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import AbstractSet, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from h2dlint.settings import Settings
 from h2dlint.summary import MODULE, CallRef, FunctionInfo, ModuleSummary, Site
@@ -98,6 +98,40 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
                 heat[callee] = heat[caller].called_from(caller)
                 queue.append(callee)
     return heat
+
+
+# What propagation never reads: where functions and calls are (it names the line only of a loop call), and
+# the sites, which decide only their own module's findings. Any other field, present or added later, counts.
+_NOT_READ = frozenset(
+    {(ModuleSummary, "sites"), (FunctionInfo, "line"), (FunctionInfo, "end_line"), (CallRef, "line"),
+     (CallRef, "capture_line")}
+)
+
+
+def same_hotness_inputs(old: ModuleSummary, new: ModuleSummary, names: AbstractSet[str]) -> bool:
+    """Whether two summaries of one module give propagation the same input, in the same order, in a project
+    whose functions have `names`: a call reaches only functions of its own name, so calls of other names
+    (`torch.cat`, `len`) are never read either."""
+    return _hotness_view(old, names) == _hotness_view(new, names)
+
+
+def _hotness_view(summary: ModuleSummary, names: AbstractSet[str]) -> object:
+    return _comparable(replace(summary, calls=[c for c in summary.calls if c.name in names]))
+
+
+def _comparable(value: object) -> object:
+    """`value` as nested tuples, minus what propagation never reads; dicts keep their order, which decides
+    the order of propagation (and so which of two equally short call chains a message names)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        return (kind.__name__,) + tuple(
+            _comparable(getattr(value, f.name)) for f in fields(value) if (kind, f.name) not in _NOT_READ
+        )
+    if isinstance(value, dict):
+        return tuple((key, _comparable(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_comparable(item) for item in value)
+    return value
 
 
 def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]:

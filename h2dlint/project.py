@@ -15,13 +15,13 @@ import hashlib
 import os
 from dataclasses import dataclass
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules, summarize_source
 from h2dlint.autofix import FixOutcome, fix_file
 from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
 from h2dlint.files import Candidate, Excluded, discover
-from h2dlint.hotness import Heat, Key, propagate
+from h2dlint.hotness import Heat, Key, propagate, same_hotness_inputs
 from h2dlint.index import ProjectGraph, module_names
 from h2dlint.settings import Settings
 from h2dlint.sources import SourceError, decode_source, read_bytes
@@ -78,6 +78,10 @@ def _check_paths(
     unchanged = _unchanged_keys(candidates, last)
     if unchanged is not None and last.fingerprint == _fingerprint(candidates, unchanged) and last.results:
         return [last.results[c.path] for c in candidates]  # nothing changed since the last run
+    rechecked = _recheck_changed(candidates, settings, jobs, cache, last, progress) if cache else None
+    if rechecked is not None:
+        cache.store_last_run(rechecked)  # type: ignore[union-attr]
+        return [rechecked.results[c.path] for c in candidates]
     run = analyse(candidates, settings, jobs, cache, last, progress)
     if cache is not None:
         cache.store_last_run(_last_run(candidates, run))
@@ -183,35 +187,102 @@ def _unchanged_keys(candidates: Sequence[Candidate], last: LastRun) -> Optional[
     for candidate in candidates:
         if candidate.error is not None:
             keys.append("!" + candidate.error)
-            continue
-        known = last.stats.get(os.path.abspath(candidate.path))
-        if known is None or known[0] is None or known[0] != file_stat(candidate.path):
+        elif not _same_stat(candidate.path, last):
             return None
-        keys.append(known[1])
+        else:
+            keys.append(last.stats[os.path.abspath(candidate.path)][1])
     return keys
 
 
+def _same_stat(path: str, last: LastRun) -> bool:
+    known = last.stats.get(os.path.abspath(path))
+    return known is not None and known[0] is not None and known[0] == file_stat(path)
+
+
 def _fingerprint(candidates: Sequence[Candidate], keys: Sequence[str]) -> str:
+    return _digest(f"{candidate.path}\0{key}" for candidate, key in zip(candidates, keys))
+
+
+def _layout(candidates: Sequence[Candidate]) -> str:
+    """Which files a run covers, in which order, and which of them could not be found: what module names and
+    the order of propagation (which breaks ties between call chains) depend on."""
+    return _digest(f"{candidate.path}\0{candidate.error}" for candidate in candidates)
+
+
+def _digest(lines: Iterable[str]) -> str:
     digest = hashlib.blake2b(digest_size=16)
-    for candidate, key in zip(candidates, keys):
-        digest.update(f"{candidate.path}\0{key}\n".encode("utf-8", "surrogateescape"))
+    for line in lines:
+        digest.update(f"{line}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
+
+
+def _content_keys(candidates: Sequence[Candidate], key_of: Callable[[str], str]) -> List[str]:
+    """Each candidate's content key (`key_of` its path), or why it could not be found."""
+    return ["!" + c.error if c.error is not None else key_of(c.path) for c in candidates]
 
 
 def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
     stats = {os.path.abspath(p): stat for p, stat in run.stats.items()}
     complete = all(c.error is not None or c.path in run.stats for c in candidates)
-    keys = ["!" + c.error if c.error is not None else run.stats.get(c.path, (None, ""))[1] for c in candidates]
     heat = {
         os.path.abspath(p): (run.modules[p], _file_heat(run.heat, run.modules[p], file))
         for p, file in run.summaries.items()
     }
     return LastRun(
         stats=stats,
-        fingerprint=_fingerprint(candidates, keys) if complete else "",
+        fingerprint=_fingerprint(candidates, _content_keys(candidates, lambda p: run.stats[p][1])) if complete else "",
         results={r.path: r for r in run.results},
         heat=heat,
+        # Heat is kept by absolute path: a run naming one file twice cannot reuse it.
+        layout=_layout(candidates) if complete and len(heat) == len(run.summaries) else "",
+        names=frozenset(f.name for file in run.summaries.values() for f in file.summary.functions.values()),
     )
+
+
+# --- the cache's second path: some files changed, and nothing that hotness reads -------------------------------
+
+
+def _recheck_changed(
+    candidates: Sequence[Candidate],
+    settings: Settings,
+    jobs: Optional[int],
+    cache: Cache,
+    last: LastRun,
+    progress: Optional[Progress],
+) -> Optional[LastRun]:
+    """The last run, updated for the files whose content changed since, when it covered the same files and
+    no change touches what propagation reads (`same_hotness_inputs`: an edit inside a function body, a
+    comment). The heat it found then still holds in every file, so only the changed files' findings are
+    recomputed, from their new summaries. None when that does not apply: the caller runs the whole analysis."""
+    if not last.layout or last.names is None or last.layout != _layout(candidates):
+        return None
+    changed = [c.path for c in candidates if c.error is None and not _same_stat(c.path, last)]
+    stats, results = dict(last.stats), dict(last.results)
+    for path, outcome in _summarize_all(changed, settings, jobs or default_jobs(), cache, progress or _no_progress):
+        full = os.path.abspath(path)  # in `stats` and `heat`: the last run covered the same files
+        if isinstance(outcome, str) or not _same_hotness(cache, stats[full][1], outcome, last.names):
+            return None
+        stat, key, file = outcome
+        module, heat = last.heat[full]
+        stats[full] = (stat, key)  # type: ignore[assignment]
+        results[path] = FileResult(path, diagnostics(file, heat, module), file.error)
+    return LastRun(
+        stats=stats,
+        fingerprint=_fingerprint(candidates, _content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])),
+        results=results,
+        heat=last.heat,
+        layout=last.layout,
+        names=last.names,
+    )
+
+
+def _same_hotness(cache: Cache, old_key: str, new: _Summarized, names: AbstractSet[str]) -> bool:
+    """Whether a file's new summary gives propagation what its summary of `old_key` gave it, in a project
+    whose functions have `names`."""
+    if new[1] == old_key:
+        return True  # touched, not changed
+    old = cache.load_summary(old_key)
+    return isinstance(old, FileSummary) and same_hotness_inputs(old.summary, new[2].summary, names)
 
 
 # --- summaries: from the cache, or read and parsed ----------------------------------------------------------

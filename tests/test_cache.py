@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
 import h2dlint
 import h2dlint.project
 from h2dlint.cache import Cache, run_key
+from h2dlint.hotness import propagate
+from h2dlint.index import ProjectGraph
 from h2dlint.settings import Settings
 
 HOT_CALLER = "from .lib import build\n\ndef forward(ids, dev):\n    return build(ids, dev)\n"
+LOOP_CALLER = "from lib import build\n\ndef main(dev):\n    for i in range(9):\n        build([i], dev)\n"
 LIB = "import torch\n\ndef build(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
 
 
@@ -126,3 +130,94 @@ def test_jobs_must_be_positive(run_cli, tmp_path):
     with pytest.raises(SystemExit) as raised:
         run_cli("check", "-j", "0", str(tmp_path))
     assert raised.value.code == 2
+
+
+# --- a run after some files changed recomputes hotness only when a change can alter it ------------------------
+
+
+@pytest.fixture
+def propagations(monkeypatch):
+    """How many times the next runs propagate heat across the project (rather than reuse the last run's)."""
+    count = {"runs": 0}
+    real = h2dlint.project.propagate
+
+    def counting(graph, settings):
+        count["runs"] += 1
+        return real(graph, settings)
+
+    monkeypatch.setattr(h2dlint.project, "propagate", counting)
+    return count
+
+
+def same_as_without_cache(run_cli, project):
+    """Check `project` with the cache, and assert that a run without it says exactly the same."""
+    found = run_cli("check", str(project))
+    assert run_cli("check", "--no-cache", str(project)) == found
+    return found
+
+
+def test_an_edit_inside_a_function_body_reuses_the_heat(project, run_cli, parses, propagations):
+    assert run_cli("check", str(project))[1].count("HTD101") == 1
+    # New lines and new calls, none of which can reach a function of the project: propagation is unchanged.
+    body = "offset = torch.tensor([0], device=dev)\n    return torch.tensor(ids, device=dev), offset"
+    edit(project / "lib.py", "return torch.tensor(ids, device=dev)", body)
+    code, out, _ = run_cli("check", str(project))
+    assert propagations["runs"] == 1 and parses["files"] == 4  # lib.py parsed again, its heat taken as it was
+    assert code == 1 and out.count("HTD101") == 2 and "called from `pkg.caller.forward`" in out
+    assert same_as_without_cache(run_cli, project) == (code, out, "")
+
+
+def test_an_added_call_makes_another_files_function_hot(project, run_cli, propagations):
+    edit(project / "caller.py", "return build(ids, dev)", "return ids")
+    assert run_cli("check", str(project))[0] == 0
+    edit(project / "caller.py", "return ids", "return build(ids, dev)")
+    code, out, _ = run_cli("check", str(project))
+    assert propagations["runs"] == 2  # the new call changes what propagation sees: it runs again
+    assert code == 1 and "lib.py" in out and "called from `pkg.caller.forward`" in out
+    assert same_as_without_cache(run_cli, project) == (code, out, "")
+
+
+def test_a_line_shift_above_a_loop_call_is_recomputed(tmp_path, run_cli, propagations):
+    package = tmp_path / "loop"
+    package.mkdir()
+    (package / "lib.py").write_text(LIB)
+    (package / "main.py").write_text(LOOP_CALLER)
+    assert "line 4 of `loop.main.main`" in run_cli("check", str(package))[1]
+    edit(package / "main.py", "def main(dev):\n", "def main(dev):\n    dev = dev\n")
+    code, out, _ = run_cli("check", str(package))
+    assert propagations["runs"] == 2 and code == 1 and "line 5 of `loop.main.main`" in out  # lib.py's message
+    assert same_as_without_cache(run_cli, package) == (code, out, "")
+
+
+def test_a_deleted_file_takes_its_heat_with_it(project, run_cli):
+    assert run_cli("check", str(project))[0] == 1
+    (project / "caller.py").unlink()
+    code, out, _ = run_cli("check", str(project))
+    assert code == 0, out
+    assert same_as_without_cache(run_cli, project) == (code, out, "")
+
+
+def test_a_new_file_brings_its_heat(project, run_cli):
+    (project / "caller.py").unlink()
+    assert run_cli("check", str(project))[0] == 0
+    (project / "caller.py").write_text(HOT_CALLER)
+    code, out, _ = run_cli("check", str(project))
+    assert code == 1 and "lib.py" in out
+    assert same_as_without_cache(run_cli, project) == (code, out, "")
+
+
+def test_propagation_reads_nothing_that_same_hotness_inputs_ignores(run_cli):
+    """What lets a run reuse the heat when a changed file differs only in what `same_hotness_inputs` ignores:
+    sites, lines other than a loop call's, and calls that name no function of the project."""
+    folder = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures")
+    run = h2dlint.project.analyse_paths([folder], Settings(), jobs=1, use_cache=False)
+    names = {f.name for file in run.summaries.values() for f in file.summary.functions.values()}
+    stripped = {run.modules[p]: _stripped(file.summary, names) for p, file in run.summaries.items()}
+    graph = ProjectGraph(stripped, {m: p for p, m in run.modules.items()})
+    assert any(h.hot for h in run.heat.values()) and propagate(graph, Settings()) == run.heat
+
+
+def _stripped(summary, names):
+    functions = {q: replace(f, line=0, end_line=0) for q, f in summary.functions.items()}
+    calls = [replace(c, line=0, capture_line=None) for c in summary.calls if c.name in names]
+    return replace(summary, functions=functions, calls=calls, sites=[])
