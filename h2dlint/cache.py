@@ -4,7 +4,8 @@ Layout, in `.h2dlint_cache/` of the working folder (or `$H2DLINT_CACHE_DIR`), as
 
     .gitignore                      `*`: the cache is never committed
     <run key>/files/ab/abcdef...    one file's `FileSummary`, named by the hash of its content
-    <run key>/last-run              paths -> (mtime, size, content hash), the results and the project heat
+    <run key>/last-run              paths -> (mtime, size, content hash), the results and the project heat,
+                                    the run's files and function names (for reusing that heat after edits)
 
 The run key digests h2dlint's version, its own source files (so an edited rule never reads stale entries)
 and the whole `Settings` object, so any configuration change (including fields added later) starts afresh.

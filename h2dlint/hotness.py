@@ -106,17 +106,38 @@ _NOT_READ = frozenset(
     {(ModuleSummary, "sites"), (FunctionInfo, "line"), (FunctionInfo, "end_line"), (CallRef, "line"),
      (CallRef, "capture_line")}
 )
+MovedLoops = Dict[str, Heat]  # the tag of a loop root before an edit -> that root after it
 
 
-def same_hotness_inputs(old: ModuleSummary, new: ModuleSummary, names: AbstractSet[str]) -> bool:
-    """Whether two summaries of one module give propagation the same input, in the same order, in a project
-    whose functions have `names`: a call reaches only functions of its own name, so calls of other names
-    (`torch.cat`, `len`) are never read either."""
-    return _hotness_view(old, names) == _hotness_view(new, names)
+def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: AbstractSet[str]) -> Optional[MovedLoops]:
+    """What an edit of `module` (its summary `old` -> `new`) changes in the heat of a project whose functions
+    have `names`: None when propagation may change; otherwise the loop roots whose line moved (their heat is
+    the same but for the line its messages name), often none. A call reaches only functions of its own name,
+    so calls of other names (`torch.cat`, `len`) are never read."""
+    if _hotness_view(old, names) != _hotness_view(new, names):
+        return None
+    moved: MovedLoops = {}
+    for before, after in zip(_loop_calls(old, names), _loop_calls(new, names)):
+        was, now = _loop_root(module, before), _loop_root(module, after)
+        if moved.setdefault(was.tag, now) != now:
+            return None  # two loops that shared a line no longer do: which one a message names may change
+    return {tag: root for tag, root in moved.items() if root.tag != tag}
+
+
+def with_moved_loops(heat: Heat, moved: Dict[str, MovedLoops]) -> Heat:
+    """`heat` after edits that moved loop roots, by module (see `moved_loops`)."""
+    root = moved.get(heat.module, {}).get(heat.tag)
+    return heat if root is None else Heat(heat.hot, root.origin, root.tag, heat.chain, heat.module)
+
+
+def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef]:
+    return [c for c in summary.calls if c.name in names and c.loop_line is not None]
 
 
 def _hotness_view(summary: ModuleSummary, names: AbstractSet[str]) -> object:
-    return _comparable(replace(summary, calls=[c for c in summary.calls if c.name in names]))
+    """What propagation reads of `summary`, with the lines of loop calls left to `moved_loops`."""
+    calls = [replace(c, loop_line=None if c.loop_line is None else 0) for c in summary.calls if c.name in names]
+    return _comparable(replace(summary, calls=calls))
 
 
 def _comparable(value: object) -> object:
@@ -229,10 +250,16 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> I
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold:
             continue
-        where = "module level" if call.caller == MODULE else f"`{_HERE}{call.caller}`"
-        loop = f"in a loop at line {call.loop_line} of {where}"
+        root = _loop_root(module, call)
         for callee in targets:
-            yield callee, Heat(True, f"called {loop}", loop, module=module)
+            yield callee, root
+
+
+def _loop_root(module: str, call: CallRef) -> Heat:
+    """The heat a call in a loop gives the functions it reaches."""
+    where = "module level" if call.caller == MODULE else f"`{_HERE}{call.caller}`"
+    loop = f"in a loop at line {call.loop_line} of {where}"
+    return Heat(True, f"called {loop}", loop, module=module)
 
 
 class ModuleGraph(CallGraph):

@@ -3,6 +3,10 @@
     discover -> stat each file -> summaries from the cache, or read, hashed and parsed (in parallel when many)
              -> ProjectGraph over all summaries -> propagate heat -> diagnostics per file
 
+With the cache, a run where nothing changed returns the last run's results; one where some files changed
+re-summarises only those, and when the edits leave propagation's input as it was (`hotness.moved_loops`),
+keeps the last run's heat and recomputes only the findings it must (`_recheck_changed`).
+
 Nothing here decides what a finding is: summaries come from `analyzer.summarize_source`, heat from
 `hotness.propagate`, findings from `analyzer.diagnostics`. Results are the same with or without the cache
 and with any number of workers: a file's summary depends only on its content and the settings.
@@ -21,7 +25,7 @@ from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules
 from h2dlint.autofix import FixOutcome, fix_file
 from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
 from h2dlint.files import Candidate, Excluded, discover
-from h2dlint.hotness import Heat, Key, propagate, same_hotness_inputs
+from h2dlint.hotness import Heat, Key, MovedLoops, moved_loops, propagate, with_moved_loops
 from h2dlint.index import ProjectGraph, module_names
 from h2dlint.settings import Settings
 from h2dlint.sources import SourceError, decode_source, read_bytes
@@ -251,38 +255,67 @@ def _recheck_changed(
     progress: Optional[Progress],
 ) -> Optional[LastRun]:
     """The last run, updated for the files whose content changed since, when it covered the same files and
-    no change touches what propagation reads (`same_hotness_inputs`: an edit inside a function body, a
-    comment). The heat it found then still holds in every file, so only the changed files' findings are
-    recomputed, from their new summaries. None when that does not apply: the caller runs the whole analysis."""
+    no change alters propagation (`moved_loops`: an edit inside a function body, a comment, new lines). The
+    heat it found then still holds, but for the lines of loops that moved, so only the changed files, and
+    those whose messages name a moved loop, have their findings recomputed. None when that does not apply:
+    the caller runs the whole analysis."""
     if not last.layout or last.names is None or last.layout != _layout(candidates):
         return None
     changed = [c.path for c in candidates if c.error is None and not _same_stat(c.path, last)]
-    stats, results = dict(last.stats), dict(last.results)
+    stats, heat = dict(last.stats), dict(last.heat)
+    files: Dict[str, FileSummary] = {}  # by path as given: the files whose findings are recomputed
+    moved: Dict[str, MovedLoops] = {}  # by module
     for path, outcome in _summarize_all(changed, settings, jobs or default_jobs(), cache, progress or _no_progress):
         full = os.path.abspath(path)  # in `stats` and `heat`: the last run covered the same files
-        if isinstance(outcome, str) or not _same_hotness(cache, stats[full][1], outcome, last.names):
+        module = heat[full][0]
+        found = None if isinstance(outcome, str) else _moved_loops(cache, stats[full][1], outcome, module, last.names)
+        if found is None:
             return None
-        stat, key, file = outcome
-        module, heat = last.heat[full]
-        stats[full] = (stat, key)  # type: ignore[assignment]
-        results[path] = FileResult(path, diagnostics(file, heat, module), file.error)
-    return LastRun(
-        stats=stats,
-        fingerprint=_fingerprint(candidates, _content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])),
-        results=results,
-        heat=last.heat,
-        layout=last.layout,
-        names=last.names,
-    )
+        stats[full], files[path] = outcome[:2], outcome[2]  # type: ignore[assignment,index]
+        if found:
+            moved[module] = found
+    if moved and not _move_loops(candidates, cache, stats, heat, moved, files):
+        return None
+    results = dict(last.results)
+    for path, file in files.items():
+        module, file_heat = heat[os.path.abspath(path)]
+        results[path] = FileResult(path, diagnostics(file, file_heat, module), file.error)
+    keys = _content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])
+    return LastRun(stats, _fingerprint(candidates, keys), results, heat, last.layout, last.names)
 
 
-def _same_hotness(cache: Cache, old_key: str, new: _Summarized, names: AbstractSet[str]) -> bool:
-    """Whether a file's new summary gives propagation what its summary of `old_key` gave it, in a project
-    whose functions have `names`."""
+def _moved_loops(
+    cache: Cache, old_key: str, new: _Summarized, module: str, names: AbstractSet[str]
+) -> Optional[MovedLoops]:
+    """What a file's new summary changes in propagation against its summary of `old_key` (see `moved_loops`)."""
     if new[1] == old_key:
-        return True  # touched, not changed
+        return {}  # touched, not changed
     old = cache.load_summary(old_key)
-    return isinstance(old, FileSummary) and same_hotness_inputs(old.summary, new[2].summary, names)
+    return moved_loops(old.summary, new[2].summary, module, names) if isinstance(old, FileSummary) else None
+
+
+def _move_loops(
+    candidates: Sequence[Candidate],
+    cache: Cache,
+    stats: Dict[str, Tuple[Optional[Stat], str]],
+    heat: Dict[str, Tuple[str, Dict[str, Heat]]],
+    moved: Dict[str, MovedLoops],
+    files: Dict[str, FileSummary],
+) -> bool:
+    """Give every function that a moved loop makes hot its new line in `heat`, adding the files that hold such
+    functions to `files`; False when one of their summaries is no longer in the cache."""
+    paths = {os.path.abspath(c.path): c.path for c in candidates if c.error is None}
+    for full, (module, file_heat) in heat.items():
+        if not any(h.tag in moved.get(h.module, ()) for h in file_heat.values()):
+            continue
+        heat[full] = (module, {q: with_moved_loops(h, moved) for q, h in file_heat.items()})
+        path = paths[full]
+        if path not in files:
+            file = cache.load_summary(stats[full][1])
+            if not isinstance(file, FileSummary):
+                return False
+            files[path] = file
+    return True
 
 
 # --- summaries: from the cache, or read and parsed ----------------------------------------------------------

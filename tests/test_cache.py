@@ -177,7 +177,7 @@ def test_an_added_call_makes_another_files_function_hot(project, run_cli, propag
     assert same_as_without_cache(run_cli, project) == (code, out, "")
 
 
-def test_a_line_shift_above_a_loop_call_is_recomputed(tmp_path, run_cli, propagations):
+def test_a_moved_loop_gets_its_new_line_in_another_files_message(tmp_path, run_cli, parses, propagations):
     package = tmp_path / "loop"
     package.mkdir()
     (package / "lib.py").write_text(LIB)
@@ -185,7 +185,8 @@ def test_a_line_shift_above_a_loop_call_is_recomputed(tmp_path, run_cli, propaga
     assert "line 4 of `loop.main.main`" in run_cli("check", str(package))[1]
     edit(package / "main.py", "def main(dev):\n", "def main(dev):\n    dev = dev\n")
     code, out, _ = run_cli("check", str(package))
-    assert propagations["runs"] == 2 and code == 1 and "line 5 of `loop.main.main`" in out  # lib.py's message
+    assert propagations["runs"] == 1 and parses["files"] == 3  # only main.py parsed again
+    assert code == 1 and "lib.py" in out and "line 5 of `loop.main.main`" in out
     assert same_as_without_cache(run_cli, package) == (code, out, "")
 
 
@@ -221,3 +222,15 @@ def _stripped(summary, names):
     functions = {q: replace(f, line=0, end_line=0) for q, f in summary.functions.items()}
     calls = [replace(c, line=0, capture_line=None) for c in summary.calls if c.name in names]
     return replace(summary, functions=functions, calls=calls, sites=[])
+
+
+def test_a_call_taken_out_of_its_loop_is_recomputed(tmp_path, run_cli, propagations):
+    package = tmp_path / "loop"
+    package.mkdir()
+    (package / "lib.py").write_text(LIB)
+    (package / "main.py").write_text(LOOP_CALLER)
+    assert run_cli("check", str(package))[0] == 1
+    edit(package / "main.py", "    for i in range(9):\n        build([i], dev)", "    build([0], dev)")
+    code, out, _ = run_cli("check", str(package))
+    assert propagations["runs"] == 2 and code == 0, out
+    assert same_as_without_cache(run_cli, package) == (code, out, "")
