@@ -22,6 +22,7 @@ shows); `h2dlint.index.ProjectGraph` reasons across the files of a project.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import AbstractSet, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
@@ -143,16 +144,24 @@ def _hotness_view(summary: ModuleSummary, names: AbstractSet[str]) -> object:
 def _comparable(value: object) -> object:
     """`value` as nested tuples, minus what propagation never reads; dicts keep their order, which decides
     the order of propagation (and so which of two equally short call chains a message names)."""
-    if is_dataclass(value) and not isinstance(value, type):
-        kind = type(value)
-        return (kind.__name__,) + tuple(
-            _comparable(getattr(value, f.name)) for f in fields(value) if (kind, f.name) not in _NOT_READ
-        )
+    if isinstance(value, _ATOMS):
+        return value
     if isinstance(value, dict):
         return tuple((key, _comparable(item)) for key, item in value.items())
     if isinstance(value, (list, tuple)):
         return tuple(_comparable(item) for item in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        return (kind.__name__,) + tuple(_comparable(getattr(value, name)) for name in _read_fields(kind))
     return value
+
+
+_ATOMS = (str, int, float, type(None))
+
+
+@functools.lru_cache(maxsize=None)
+def _read_fields(kind: type) -> Tuple[str, ...]:
+    return tuple(f.name for f in fields(kind) if (kind, f.name) not in _NOT_READ)
 
 
 def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]:

@@ -82,11 +82,12 @@ def _check_paths(
     unchanged = _unchanged_keys(candidates, last)
     if unchanged is not None and last.fingerprint == _fingerprint(candidates, unchanged) and last.results:
         return [last.results[c.path] for c in candidates]  # nothing changed since the last run
-    rechecked = _recheck_changed(candidates, settings, jobs, cache, last, progress) if cache else None
+    summarised: Dict[str, _Outcome] = {}
+    rechecked = _recheck_changed(candidates, settings, jobs, cache, last, progress, summarised) if cache else None
     if rechecked is not None:
         cache.store_last_run(rechecked)  # type: ignore[union-attr]
         return [rechecked.results[c.path] for c in candidates]
-    run = analyse(candidates, settings, jobs, cache, last, progress)
+    run = analyse(candidates, settings, jobs, cache, last, progress, summarised)
     if cache is not None:
         cache.store_last_run(_last_run(candidates, run))
     return run.results
@@ -156,10 +157,12 @@ def analyse(
     cache: Optional[Cache] = None,
     last: Optional[LastRun] = None,
     progress: Optional[Progress] = None,
+    summarised: Optional[Dict[str, _Outcome]] = None,
 ) -> ProjectRun:
-    """Summarise every file (from the cache where it can), then reason about hotness across all of them."""
+    """Summarise every file (from the cache where it can, or from `summarised`: files this run already
+    summarised), then reason about hotness across all of them."""
     paths = [c.path for c in candidates if c.error is None]
-    outcomes = _summaries(paths, settings, jobs or default_jobs(), cache, last or LastRun(), progress)
+    outcomes = _summaries(paths, settings, jobs or default_jobs(), cache, last or LastRun(), progress, summarised)
     # In discovery order, whichever files came from the cache: ties between call chains break the same way.
     done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
     modules = module_names(done)
@@ -253,19 +256,21 @@ def _recheck_changed(
     cache: Cache,
     last: LastRun,
     progress: Optional[Progress],
+    summarised: Dict[str, _Outcome],
 ) -> Optional[LastRun]:
     """The last run, updated for the files whose content changed since, when it covered the same files and
     no change alters propagation (`moved_loops`: an edit inside a function body, a comment, new lines). The
     heat it found then still holds, but for the lines of loops that moved, so only the changed files, and
     those whose messages name a moved loop, have their findings recomputed. None when that does not apply:
-    the caller runs the whole analysis."""
+    the caller runs the whole analysis, with the changed files' new summaries, left in `summarised`."""
     if not last.layout or last.names is None or last.layout != _layout(candidates):
         return None
     changed = [c.path for c in candidates if c.error is None and not _same_stat(c.path, last)]
     stats, heat = dict(last.stats), dict(last.heat)
     files: Dict[str, FileSummary] = {}  # by path as given: the files whose findings are recomputed
     moved: Dict[str, MovedLoops] = {}  # by module
-    for path, outcome in _summarize_all(changed, settings, jobs or default_jobs(), cache, progress or _no_progress):
+    summarised.update(_summarize_all(changed, settings, jobs or default_jobs(), cache, progress or _no_progress))
+    for path, outcome in summarised.items():
         full = os.path.abspath(path)  # in `stats` and `heat`: the last run covered the same files
         module = heat[full][0]
         found = None if isinstance(outcome, str) else _moved_loops(cache, stats[full][1], outcome, module, last.names)
@@ -328,10 +333,13 @@ def _summaries(
     cache: Optional[Cache],
     last: LastRun,
     progress: Optional[Progress] = None,
+    summarised: Optional[Dict[str, _Outcome]] = None,
 ) -> Dict[str, _Outcome]:
-    found: Dict[str, _Outcome] = {}
+    found: Dict[str, _Outcome] = dict(summarised or {})
     todo: List[str] = []
     for path in paths:
+        if path in found:
+            continue
         known = last.stats.get(os.path.abspath(path))
         stat = file_stat(path) if known is not None else None
         cached = cache.load_summary(known[1]) if cache is not None and known and known[0] == stat else None
