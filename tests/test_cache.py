@@ -207,8 +207,8 @@ def test_a_new_file_brings_its_heat(project, run_cli):
     assert same_as_without_cache(run_cli, project) == (code, out, "")
 
 
-def test_propagation_reads_nothing_that_same_hotness_inputs_ignores(run_cli):
-    """What lets a run reuse the heat when a changed file differs only in what `same_hotness_inputs` ignores:
+def test_propagation_reads_nothing_that_moved_loops_ignores():
+    """What lets a run reuse the heat when a changed file differs only in what `hotness.moved_loops` ignores:
     sites, lines other than a loop call's, and calls that name no function of the project."""
     folder = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures")
     run = h2dlint.project.analyse_paths([folder], Settings(), jobs=1, use_cache=False)
