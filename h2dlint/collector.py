@@ -139,13 +139,24 @@ class _Collector:
         bindings = function_bindings(node, self._walrus)
         method_of = enclosing.qualname if enclosing.kind == "class" else None
         self._names.push(bindings)
-        self._frames.append(_Frame("function", qualname, node=node, types=_local_types(node, bindings), method_of=method_of))
+        types = _local_types(node, bindings)
+        self._frames.append(_Frame("function", qualname, node=node, types=types, method_of=method_of))
         # Decorators, defaults and annotations count as the function's own code, as they always have.
         self._visit_all(node.decorator_list)
         self._visit_arguments(node.args)
         self._visit_optional(node.returns)
-        self._visit_all(node.body)
+        self._visit_body(node.body)
         self._leave_scope()
+
+    def _visit_body(self, body: Sequence[ast.stmt]) -> None:
+        """A function's statements; those after an early return of a lazy build are one-time."""
+        for index, statement in enumerate(body):
+            self._visit(statement)
+            if _is_lazy_build_return(statement, body[index + 1 :]):
+                self._one_time += 1
+                self._visit_all(body[index + 1 :])
+                self._one_time -= 1
+                return
 
     def _visit_arguments(self, args: ast.arguments) -> None:
         """Annotations and defaults in source order: each parameter's annotation, then its default."""
@@ -523,6 +534,31 @@ def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     if isinstance(subject, ast.Name):
         return any(_stores_in_cache(statement, subject.id) for statement in body)
     return _is_attribute_lookup(subject, "getattr")
+
+
+def _is_lazy_build_return(statement: ast.stmt, rest: Sequence[ast.stmt]) -> bool:
+    """`if layer._wrapper is not None: return ...` followed by code that sets `layer._wrapper`: what follows
+    runs once, on the first call."""
+    if not (isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return)):
+        return False
+    test = statement.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)):
+        return False
+    guarded = _attribute_of_name(test.left)
+    if guarded is None or not _is_none(test.comparators[0]):
+        return False
+    return any(
+        isinstance(node, ast.Assign) and guarded in map(_attribute_of_name, node.targets)
+        for later in rest
+        for node in ast.walk(later)
+    )
+
+
+def _attribute_of_name(target: ast.expr) -> Optional[Tuple[str, str]]:
+    """("layer", "_wrapper") for `layer._wrapper`."""
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return (target.value.id, target.attr)
+    return None
 
 
 def _stores_in_cache(statement: ast.stmt, name: str) -> bool:

@@ -161,7 +161,7 @@ class ProjectGraph(CallGraph):
             return self._attribute_call(module, call.owner or "", call.name)
         if call.kind in ("self", "super"):
             return self._inherited(module, call)
-        return self._by_name(call.name)
+        return self._by_name(call.name, call.receiver[-1] if call.receiver and len(call.receiver) > 1 else None)
 
     def _imported_function(self, module: str, name: str) -> List[Key]:
         target = self._lookup(module, name)
@@ -175,7 +175,7 @@ class ProjectGraph(CallGraph):
         if owner in summary.classes:
             return self._method((module, owner), name)  # inherited from a base class in another module
         if owner not in summary.imports:
-            return self._by_name(name)  # `batch.prepare_for_decode()`: a variable of unknown type
+            return self._by_name(name, owner)  # `batch.prepare_for_decode()`: a variable of unknown type
         target = self._lookup(module, owner)
         if target is None:
             return []  # imported from outside the project
@@ -318,11 +318,26 @@ class ProjectGraph(CallGraph):
                 found.append(target)  # type: ignore[arg-type]
         return found
 
-    def _by_name(self, name: str) -> List[Key]:
+    def _by_name(self, name: str, receiver: Optional[str] = None) -> List[Key]:
+        """`name` on an object of unknown class; `receiver` is the name it goes by (`markov_head`), and when
+        some candidates' classes are named like it (`GatedMarkovHead`), only those are kept."""
         if "_" not in name.strip("_"):
             return []  # one-word names (`connect`, `process`) are shared with libraries: no evidence
         candidates = self._methods_by_name.get(name, [])
-        return list(candidates) if len(candidates) <= BY_NAME_LIMIT else []
+        if len(candidates) > BY_NAME_LIMIT:
+            return []
+        named_alike = [c for c in candidates if receiver and self._class_named_like(c, receiver)]
+        return named_alike or list(candidates)
+
+    def _class_named_like(self, method: Key, receiver: str) -> bool:
+        """Whether the class of `method`, or a base it names, ends in `receiver` (`markov_head`: `MarkovHead`)."""
+        module, qualname = method
+        cls = self._modules[module].classes.get(qualname.rpartition(".")[0])
+        wanted = receiver.replace("_", "").lower()
+        if cls is None or len(wanted) < 3:
+            return False
+        names = (cls.qualname.rpartition(".")[2], *cls.bases)
+        return any(n.replace("_", "").lower().endswith(wanted) for n in names)
 
     def _lookup(self, module: str, name: str, depth: int = 0) -> Optional[Tuple[str, Optional[str]]]:
         """What `name`, imported in `module`, refers to in the project: (module, None) for a module,
