@@ -257,7 +257,9 @@ class _Collector:
     def _visit_import_from(self, node: ast.ImportFrom) -> None:
         base = "." * node.level + (node.module or "")
         for alias in node.names:
-            if alias.name != "*":
+            if alias.name == "*":
+                self.summary.star_imports.append(base)
+            else:
                 joined = f"{base}.{alias.name}" if node.module else f"{base}{alias.name}"
                 self.summary.imports[alias.asname or alias.name] = joined
 

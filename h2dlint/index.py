@@ -4,7 +4,7 @@ Each file's `ModuleSummary` lists the functions it defines, the calls it makes (
 `ProjectGraph` resolves those calls across files and classes:
 
 - `f()` and `X.m()` through imports (`from pkg.batch import Batch`, `import pkg.utils as u`), following
-  re-exports in `__init__.py` files;
+  re-exports in `__init__.py` files, star imports (`from .common import *`) included;
 - `self.m()` / `super().m()` through base classes defined in other files;
 - `self.pool.alloc()`, `batch.prepare()`, `self.runner.backend.plan()` on a receiver whose class is known:
   an instance attribute given a class (`self.pool = Pool(...)`, `self.pool: Pool`, a class-body field
@@ -353,7 +353,7 @@ class ProjectGraph(CallGraph):
         target = summary.imports.get(name)
         if target is None:
             defined = name in summary.functions or name in summary.classes
-            return (module, name) if defined else None
+            return (module, name) if defined else self._star_imported(module, name, depth)
         dotted = _absolute(target, self._full_names[module], module in self._packages)
         found = self._by_suffix.get(dotted)
         if found:
@@ -362,6 +362,16 @@ class ProjectGraph(CallGraph):
         found = self._by_suffix.get(parent)
         if found:
             return self._lookup(found, last, depth + 1)  # follows re-exports in `__init__.py`
+        return None
+
+    def _star_imported(self, module: str, name: str, depth: int) -> Optional[Tuple[str, Optional[str]]]:
+        """`name` as a `from .common import *` of `module` brings it (`sglang.srt.utils` re-exports this way)."""
+        for target in self._modules[module].star_imports:
+            found = self._by_suffix.get(_absolute(target, self._full_names[module], module in self._packages))
+            if found:
+                imported = self._lookup(found, name, depth + 1)
+                if imported is not None and imported[1] is not None:
+                    return imported
         return None
 
 

@@ -104,6 +104,7 @@ class ModuleSummary:
     # Names bound by imports anywhere in the file -> what they import, e.g. `Batch` -> `pkg.batch.Batch`,
     # `F` -> `torch.nn.functional`; relative imports keep their leading dots (`.batch.Batch`).
     imports: Dict[str, str] = field(default_factory=dict)
+    star_imports: List[str] = field(default_factory=list)  # `from .common import *`: ".common"
     # Class qualname -> instance attribute -> the classes it is given, as written like `CallRef.receiver`'s
     # root: `self.pool = Pool(...)` "Pool()", `self.pool: Pool` or `pool: Pool` in the class body "Pool",
     # `self.pool = self.make_pool()` "self.make_pool()", `self.pool = pool` with `pool: Pool` "Pool".

@@ -350,3 +350,17 @@ def test_the_rest_of_a_lazy_build_after_its_early_return_is_one_time(tmp_path, r
     )
     _, out, _ = run_cli("check", str(tmp_path))
     assert set(reported(out)) == {"lazy.py:11"}, out
+
+
+def test_names_re_exported_by_a_star_import_resolve(tmp_path, run_cli):
+    """sglang's `srt/utils/__init__.py` is `from sglang.srt.utils.common import *`."""
+    root = write_tree(
+        tmp_path / "app",
+        {
+            "utils/__init__.py": "from app.utils.common import *\n",
+            "utils/common.py": "import torch\n\ndef build(ids, dev):\n    return torch.tensor(ids, device=dev)\n",
+            "serve.py": "from app.utils import build\n\ndef step(ids, dev):\n    return build(ids, dev)\n",
+        },
+    )
+    _, out, _ = run_cli("check", str(root))
+    assert_only_finding(out, "common.py:4", "`app.serve.step`")
