@@ -7,10 +7,10 @@ the same rows and columns as `h2dlint check`.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Tuple
+from typing import Any, Iterator, List, Tuple
 
 from h2dlint import __version__
-from h2dlint.analyzer import check_source, failure_reason
+from h2dlint.analyzer import Diagnostic, check_source, check_source_in_project, failure_reason
 from h2dlint.config import settings_for_path
 from h2dlint.settings import Settings
 
@@ -34,13 +34,22 @@ class Flake8Checker:
     def run(self) -> Iterator[Finding]:
         text = "".join(self.lines)
         try:
-            diagnostics = check_source(text, _settings_for(self.filename))
+            diagnostics = _check(text, self.filename)
         except Exception as error:  # a file that cannot be analysed is one finding, never a flake8 crash
             yield 1, 0, f"{NOT_ANALYSED} h2dlint could not analyse this file: {failure_reason(error)}", type(self)
             return
         for d in diagnostics:
             # flake8 columns are 0-based and it prints them 1-based; the core's are 1-based.
             yield d.span.row, d.span.column - 1, f"{d.code} {d.message}", type(self)
+
+
+def _check(text: str, filename: str) -> List[Diagnostic]:
+    """flake8 sees one file at a time: it uses the project index that the last cached `h2dlint check` left
+    (so a function made hot from another file is hot here too), and reasons about the file alone without one."""
+    settings = _settings_for(filename)
+    if filename in ("stdin", "-"):
+        return check_source(text, settings)
+    return check_source_in_project(text, filename, settings)
 
 
 def _settings_for(filename: str) -> Settings:

@@ -133,16 +133,31 @@ def test_vendor_helper_writes_the_runtime_source_once(tmp_path, run_cli):
     assert run_cli("vendor-helper", str(written), "--force")[0] == 0
 
 
+def _codemod(path, *args):
+    return subprocess.run(
+        [PYTHON, "-m", "libcst.tool", "codemod", "-x", "--no-format", "h2dlint.codemod.FixHostToDeviceCopies",
+         *args, str(path)],
+        cwd=path.parent, capture_output=True, text=True, timeout=120,
+    )
+
+
 def test_the_fix_runs_as_a_libcst_codemod(tmp_path):
     path = tmp_path / "model.py"
     path.write_text(HOT, encoding="utf-8")
-    done = subprocess.run(
-        [PYTHON, "-m", "libcst.tool", "codemod", "-x", "--no-format", "h2dlint.codemod.FixHostToDeviceCopies",
-         str(path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )
+    done = _codemod(path)
     assert done.returncode == 0, done.stderr
     assert path.read_text(encoding="utf-8") == FIXED
+
+
+def test_the_codemod_reads_the_helper_module_from_pyproject_or_its_flag(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.h2dlint]\nhelper-module = "mypkg._h2d"\n', encoding="utf-8")
+    path = tmp_path / "model.py"
+    path.write_text(HOT, encoding="utf-8")
+    assert _codemod(path).returncode == 0
+    assert "from mypkg._h2d import h2d_tensor\n" in path.read_text(encoding="utf-8")
+    path.write_text(HOT, encoding="utf-8")
+    assert _codemod(path, "--helper-module", "other.h2d").returncode == 0
+    assert "from other.h2d import h2d_tensor\n" in path.read_text(encoding="utf-8")
 
 
 def test_fix_fixes_what_the_project_check_reports_across_files(tmp_path, run_cli):
@@ -160,3 +175,11 @@ def test_fix_fixes_what_the_project_check_reports_across_files(tmp_path, run_cli
     code, out, _ = run_cli("check", "--fix", "--no-cache", str(tmp_path))
     assert code == 0 and "Fixed 1 finding." in out
     assert "return h2d_tensor(reqs, device=device)" in helper.read_text(encoding="utf-8")
+
+
+def test_check_fix_imports_from_the_configured_helper_module(tmp_path, run_cli):
+    (tmp_path / "pyproject.toml").write_text('[tool.h2dlint]\nhelper-module = "mypkg._h2d"\n', encoding="utf-8")
+    path = tmp_path / "model.py"
+    path.write_text(HOT, encoding="utf-8")
+    assert run_cli("check", "--fix", "--no-cache", str(tmp_path))[0] == 0
+    assert path.read_text(encoding="utf-8") == FIXED.replace("h2dlint.runtime", "mypkg._h2d")

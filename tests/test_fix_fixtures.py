@@ -65,4 +65,7 @@ def test_fix_changes_only_flagged_lines_and_the_import(case):
 
 def test_every_fixable_form_has_a_fixture():
     names = {_name(c) for c in CASES}
-    assert {"aliases", "multiline", "existing_import", "future_import", "pageable_copy", "unfixable"} <= names
+    assert {
+        "aliases", "multiline", "existing_import", "future_import", "pageable_copy", "unfixable",
+        "as_tensor_with_device", "blocking_copy",
+    } <= names

@@ -116,10 +116,10 @@ def test_an_internal_failure_is_one_htd001_finding_not_a_crash(tmp_path, monkeyp
 
     import h2dlint.flake8_plugin
 
-    def broken(text, settings):
+    def broken(*args):
         raise KeyError("boom")
 
-    monkeypatch.setattr(h2dlint.flake8_plugin, "check_source", broken)
+    monkeypatch.setattr(h2dlint.flake8_plugin, "check_source_in_project", broken)
     (tmp_path / "m.py").write_text(HOT, encoding="utf-8")
     app = Application()
     app.run(["--isolated", "--jobs", "1", "--select", "HTD", f"--format={FORMAT}", str(tmp_path / "m.py")])
@@ -140,3 +140,19 @@ def test_files_without_torch_are_not_parsed(monkeypatch):
     monkeypatch.setattr(h2dlint.analyzer, "summarize", must_not_analyse)
     lines = ["import numpy as np\n", "def forward(x):\n", "    return np.array(x, device='cuda')\n"]
     assert list(Flake8Checker(None, lines, "m.py").run()) == []
+
+
+def test_flake8_uses_the_project_index_a_cached_check_left(tmp_path):
+    (tmp_path / "scheduler.py").write_text(
+        "from batch import make_ids\n\n\ndef forward(reqs, device):\n    return make_ids(reqs, device)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "batch.py").write_text(
+        "import torch\n\n\ndef make_ids(reqs, device):\n    return torch.tensor(reqs, device=device)\n",
+        encoding="utf-8",
+    )
+    alone = flake8("--select", "HTD", "batch.py", cwd=tmp_path)[1]
+    assert alone == []  # one file at a time, nothing in batch.py is hot
+    subprocess.run([PYTHON, "-m", "h2dlint", "check", "."], cwd=tmp_path, capture_output=True, check=False)
+    [(_, row, col, code, text)] = flake8("--select", "HTD", "batch.py", cwd=tmp_path)[1]
+    assert (row, col, code) == (5, 12, "HTD101") and "scheduler.forward" in text

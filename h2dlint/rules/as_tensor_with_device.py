@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from h2dlint.constructs import accelerator_device, has_empty_literal_data
+from h2dlint.rewrites import constructor_rewrite
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.scopes import NameResolver
 
@@ -85,10 +86,13 @@ class AsTensorWithDevice(Rule):
             return None
         if has_empty_literal_data(call):
             return None
+        rewrite, unfixable = constructor_rewrite(call, "h2d_as_tensor")
         return Match(
             node=call,
             problem="`torch.as_tensor(..., device=...)` copies host data with a blocking host-to-device copy and"
             " a stream sync on every call",
             remedy="Build the data with `torch.tensor(..., pin_memory=True)` and copy it with"
             " `.to(device, non_blocking=True)`",
+            rewrite=rewrite,
+            unfixable=unfixable,
         )

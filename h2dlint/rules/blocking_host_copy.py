@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from h2dlint.constructs import device_copy, host_built_tensor, is_pinned
+from h2dlint.rewrites import copy_rewrite
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.scopes import NameResolver
 
@@ -102,10 +103,13 @@ class BlockingHostCopy(Rule):
                 " on every call",
                 remedy="Pass `non_blocking=True`: the source is already pinned",
             )
+        rewrite, unfixable = copy_rewrite(call, names)
         return Match(
             node=call,
             problem=f"`.{copy.method}(...)` of a tensor just built on the host by {built} makes a blocking"
             " host-to-device copy and a stream sync on every call",
             remedy="Build the tensor in pinned memory (`pin_memory=True`) and copy it with"
             " `non_blocking=True`",
+            rewrite=rewrite,
+            unfixable=unfixable,
         )
