@@ -23,6 +23,8 @@ FixPlanner = Callable[[Rewrite], Fix]
 
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
+_MAX_RECEIVER_PATH = 3  # attributes followed from the root: `self.runner.backend.plan()` follows 2
+
 _GRAPH_CAPTURE = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 
 # Decorators that run a function's body once per distinct argument: a build cached this way is one-time.
@@ -60,6 +62,8 @@ class _Frame:
     loops: List[Tuple[str, int]] = field(default_factory=list)
     node: Optional[ast.AST] = None  # the function, for frames of kind "function"
     stream_work: Optional[str] = None  # memo of `stream_work_in(node)`; "" when there is none
+    types: Dict[str, str] = field(default_factory=dict)  # locals of known class (see `_local_types`)
+    method_of: Optional[str] = None  # the class, for methods
 
 
 class _Collector:
@@ -130,16 +134,29 @@ class _Collector:
             marker=find_marker(self._lines, node.lineno, self._header_end(node)),
             cache_decorator=_cache_decorator(node.decorator_list),
             end_line=node.end_lineno or node.lineno,
+            returns=_written_type(node.returns) if node.returns is not None else None,
         )
-        # Bindings only serve rule matching; a file no rule can match is summarised for its calls alone.
-        self._names.push(function_bindings(node, self._walrus) if self._rules else Bindings())
-        self._frames.append(_Frame("function", qualname, node=node))
+        bindings = function_bindings(node, self._walrus)
+        method_of = enclosing.qualname if enclosing.kind == "class" else None
+        self._names.push(bindings)
+        types = _local_types(node, bindings)
+        self._frames.append(_Frame("function", qualname, node=node, types=types, method_of=method_of))
         # Decorators, defaults and annotations count as the function's own code, as they always have.
         self._visit_all(node.decorator_list)
         self._visit_arguments(node.args)
         self._visit_optional(node.returns)
-        self._visit_all(node.body)
+        self._visit_body(node.body)
         self._leave_scope()
+
+    def _visit_body(self, body: Sequence[ast.stmt]) -> None:
+        """A function's statements; those after an early return of a lazy build are one-time."""
+        for index, statement in enumerate(body):
+            self._visit(statement)
+            if _is_lazy_build_return(statement, body[index + 1 :]):
+                self._one_time += 1
+                self._visit_all(body[index + 1 :])
+                self._one_time -= 1
+                return
 
     def _visit_arguments(self, args: ast.arguments) -> None:
         """Annotations and defaults in source order: each parameter's annotation, then its default."""
@@ -240,9 +257,46 @@ class _Collector:
     def _visit_import_from(self, node: ast.ImportFrom) -> None:
         base = "." * node.level + (node.module or "")
         for alias in node.names:
-            if alias.name != "*":
+            if alias.name == "*":
+                self.summary.star_imports.append(base)
+            else:
                 joined = f"{base}.{alias.name}" if node.module else f"{base}{alias.name}"
                 self.summary.imports[alias.asname or alias.name] = joined
+
+    # --- the classes of instance attributes, for resolving `self.pool.alloc()` across files ----------------
+
+    def _visit_assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1:
+            self._record_attribute_type(node.targets[0], self._value_type(node.value))
+        self._visit_all(child_nodes(node))
+
+    def _visit_annotated_assign(self, node: ast.AnnAssign) -> None:
+        written = _written_type(node.annotation)
+        frame = self._frames[-1]
+        if frame.kind == "class" and isinstance(node.target, ast.Name) and written:
+            self._add_attribute_type(frame.qualname, node.target.id, written)  # a class-body / dataclass field
+        else:
+            self._record_attribute_type(node.target, written)
+        self._visit_all(child_nodes(node))
+
+    def _value_type(self, value: ast.expr) -> Optional[str]:
+        """The class `value` is an instance of, as written: `Pool(...)`, or a local of known class."""
+        if isinstance(value, ast.Call):
+            return _call_result(value)
+        if isinstance(value, ast.Name):
+            return self._frames[-1].types.get(value.id)
+        return None
+
+    def _record_attribute_type(self, target: ast.expr, written: Optional[str]) -> None:
+        """`self.x = ...` in a method: `x` may hold a `written`."""
+        frame = self._frames[-1]
+        if written and frame.method_of is not None and isinstance(target, ast.Attribute) and _is_self(target.value):
+            self._add_attribute_type(frame.method_of, target.attr, written)
+
+    def _add_attribute_type(self, cls: str, attribute: str, written: str) -> None:
+        known = self.summary.attribute_types.setdefault(cls, {})
+        if written not in known.get(attribute, ()):
+            known[attribute] = known.get(attribute, ()) + (written,)
 
     # --- expressions whose fields are not in source order ----------------------------------------------------
 
@@ -312,7 +366,8 @@ class _Collector:
         if ref is None:
             return
         kind, name, owner = ref
-        loops = self._frames[-1].loops
+        frame = self._frames[-1]
+        loops = frame.loops
         call = CallRef(
             caller=self._owner(),
             kind=kind,
@@ -322,6 +377,7 @@ class _Collector:
             loop_line=loops[-1][1] if loops else None,
             one_time=self._one_time > 0,
             capture_line=self._captures[0] if self._captures else None,
+            receiver=_receiver(node.func, frame.types) if kind in ("attr", "method") else None,
         )
         self.summary.calls.append(call)
 
@@ -389,6 +445,79 @@ def _call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
     return ("method", attr, None)
 
 
+def _receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]]:
+    """What is known of the object a method is called on (see `CallRef.receiver`)."""
+    path: List[str] = []
+    node = func.value if isinstance(func, ast.Attribute) else None
+    while isinstance(node, ast.Attribute) and len(path) < _MAX_RECEIVER_PATH:
+        path.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    root = "self" if _is_self(node) else types.get(node.id)
+    if root is None or (root == "self" and not path):
+        return None
+    return (root, *reversed(path))
+
+
+def _local_types(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], bindings: Bindings) -> Dict[str, str]:
+    """Names of a function that hold an instance of one class, as written: parameters annotated with it
+    (`batch: Batch`) and locals bound once, from a call (`pool = Pool(...)`, `pool = make_pool()`)."""
+    args = node.args
+    types = {
+        arg.arg: written
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+        if arg.annotation is not None
+        and arg.arg in bindings.stable_parameters
+        and (written := _written_type(arg.annotation))
+    }
+    for name, value in bindings.single_values.items():
+        written = _call_result(value) if isinstance(value, ast.Call) else None
+        if written:
+            types[name] = written
+    return types
+
+
+def _written_type(annotation: ast.expr) -> Optional[str]:
+    """The one class an annotation names: `Batch`, `mod.Batch`, `"Batch"`, `Optional[Batch]`, `Batch | None`."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.Subscript) and _last_name(annotation.value) == "Optional":
+        return _written_type(annotation.slice)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [side for side in (annotation.left, annotation.right) if not _is_none(side)]
+        return _written_type(sides[0]) if len(sides) == 1 else None
+    return _dotted_name(annotation)
+
+
+def _call_result(call: ast.Call) -> Optional[str]:
+    """What a call returns, as written: "Pool()" for `Pool(...)`, "mod.make()" for `mod.make(...)`,
+    "self.make()" for `self.make(...)`; the index keeps those that give a class (see `CallRef.receiver`)."""
+    written = _dotted_name(call.func)
+    if not written:
+        return None
+    root, _, rest = written.partition(".")
+    if root in ("self", "cls"):
+        return f"self.{rest}()" if rest and "." not in rest else None
+    return f"{written}()"
+
+
+def _dotted_name(expr: ast.expr) -> Optional[str]:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = _dotted_name(expr.value)
+        return f"{base}.{expr.attr}" if base else None
+    return None
+
+
+def _is_none(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None
+
+
 def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`),
     or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`), or `if key not in cache:`
@@ -407,6 +536,31 @@ def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     if isinstance(subject, ast.Name):
         return any(_stores_in_cache(statement, subject.id) for statement in body)
     return _is_attribute_lookup(subject, "getattr")
+
+
+def _is_lazy_build_return(statement: ast.stmt, rest: Sequence[ast.stmt]) -> bool:
+    """`if layer._wrapper is not None: return ...` followed by code that sets `layer._wrapper`: what follows
+    runs once, on the first call."""
+    if not (isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return)):
+        return False
+    test = statement.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)):
+        return False
+    guarded = _attribute_of_name(test.left)
+    if guarded is None or not _is_none(test.comparators[0]):
+        return False
+    return any(
+        isinstance(node, ast.Assign) and guarded in map(_attribute_of_name, node.targets)
+        for later in rest
+        for node in ast.walk(later)
+    )
+
+
+def _attribute_of_name(target: ast.expr) -> Optional[Tuple[str, str]]:
+    """("layer", "_wrapper") for `layer._wrapper`."""
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return (target.value.id, target.attr)
+    return None
 
 
 def _stores_in_cache(statement: ast.stmt, name: str) -> bool:
@@ -480,6 +634,8 @@ _HANDLERS: Dict[type, Callable[[_Collector, ast.AST], None]] = {
     ast.IfExp: _Collector._visit_if_expression,
     ast.Call: _Collector._visit_call,
     ast.If: _Collector._visit_if,
+    ast.Assign: _Collector._visit_assign,
+    ast.AnnAssign: _Collector._visit_annotated_assign,
     ast.Import: _Collector._visit_import,
     ast.ImportFrom: _Collector._visit_import_from,
 }  # type: ignore[dict-item]

@@ -4,8 +4,14 @@ Each file's `ModuleSummary` lists the functions it defines, the calls it makes (
 `ProjectGraph` resolves those calls across files and classes:
 
 - `f()` and `X.m()` through imports (`from pkg.batch import Batch`, `import pkg.utils as u`), following
-  re-exports in `__init__.py` files;
+  re-exports in `__init__.py` files, star imports (`from .common import *`) included;
 - `self.m()` / `super().m()` through base classes defined in other files;
+- `self.pool.alloc()`, `batch.prepare()`, `self.runner.backend.plan()` on a receiver whose class is known:
+  an instance attribute given a class (`self.pool = Pool(...)`, `self.pool: Pool`, a class-body field
+  `pool: Pool`, `self.pool = pool` with `pool: Pool`, `self.pool = self.make_pool()` where
+  `make_pool(...) -> Pool`), a parameter annotated with a class, or a local bound once from such a call.
+  The call reaches that class's method (or the one it inherits) and its overrides in the project's
+  subclasses, any of which the object may be;
 - `obj.m()` on a receiver of unknown type (`batch.prepare_for_decode()`, `self.sampler.sample()`) by the
   method's name, when at most `BY_NAME_LIMIT` classes of the project define it and the name is not one that
   builtin containers or tensors also have (`get`, `to`, `update`, ...), which would link unrelated code.
@@ -98,8 +104,9 @@ class ProjectGraph(CallGraph):
                     self._methods_by_name.setdefault(function.name, []).append((name, function.qualname))
         self._edges: Dict[Key, List[Key]] = {}
         self._loop_calls: List[Tuple[str, CallRef, List[Key]]] = []
-        self._resolved: Dict[Tuple[str, str, str, str, Optional[str]], List[Key]] = {}
+        self._resolved: Dict[Tuple[str, str, str, str, Optional[str], Optional[Tuple[str, ...]]], List[Key]] = {}
         self._looked_up: Dict[Tuple[str, str], Optional[Tuple[str, Optional[str]]]] = {}
+        self._subclass_index: Optional[Dict[Key, List[Key]]] = None
         for module, summary in modules.items():
             for call in summary.calls:
                 if call.name in self._defined_names:  # most calls name nothing of the project: `len`, `torch.cat`
@@ -112,8 +119,9 @@ class ProjectGraph(CallGraph):
         if call.one_time:
             return
         # Calls on an object resolve alike wherever they are made; `f()` and `self.m()` depend on the caller.
-        caller = call.caller if call.kind in ("name", "self", "super") else ""
-        memo = (module, caller, call.kind, call.name, call.owner)
+        by_caller = call.kind in ("name", "self", "super") or (call.receiver is not None and call.receiver[0] == "self")
+        caller = call.caller if by_caller else ""
+        memo = (module, caller, call.kind, call.name, call.owner, call.receiver)
         targets = self._resolved.get(memo)
         if targets is None:
             targets = self._resolved[memo] = self._resolve(module, call)
@@ -146,11 +154,14 @@ class ProjectGraph(CallGraph):
             return local
         if call.kind == "name":
             return self._imported_function(module, call.name)
+        typed = self._typed_receiver_call(module, call) if call.receiver is not None else []
+        if typed:
+            return typed
         if call.kind == "attr":
             return self._attribute_call(module, call.owner or "", call.name)
         if call.kind in ("self", "super"):
             return self._inherited(module, call)
-        return self._by_name(call.name)
+        return self._by_name(call.name, call.receiver[-1] if call.receiver and len(call.receiver) > 1 else None)
 
     def _imported_function(self, module: str, name: str) -> List[Key]:
         target = self._lookup(module, name)
@@ -164,7 +175,7 @@ class ProjectGraph(CallGraph):
         if owner in summary.classes:
             return self._method((module, owner), name)  # inherited from a base class in another module
         if owner not in summary.imports:
-            return self._by_name(name)  # `batch.prepare_for_decode()`: a variable of unknown type
+            return self._by_name(name, owner)  # `batch.prepare_for_decode()`: a variable of unknown type
         target = self._lookup(module, owner)
         if target is None:
             return []  # imported from outside the project
@@ -172,6 +183,103 @@ class ProjectGraph(CallGraph):
         if target_name is None:  # `import pkg.utils as u; u.f()`
             return self._imported_function(target_module, name) if target_module in self._modules else []
         return self._method((target_module, target_name), name)
+
+    def _typed_receiver_call(self, module: str, call: CallRef) -> List[Key]:
+        """The method a call on a receiver of known class reaches; [] when the class or method is not known."""
+        targets: List[Key] = []
+        for cls in self._receiver_classes(module, call):
+            found = self._method(cls, call.name) + self._overrides(cls, call.name)
+            targets += [m for m in found if m not in targets]
+        return targets
+
+    def _overrides(self, cls: Key, name: str) -> List[Key]:
+        """`name` as the project's subclasses of `cls` define it, at any depth."""
+        found: List[Key] = []
+        seen = {cls}
+        queue = list(self._subclasses().get(cls, ()))
+        while queue:
+            sub = queue.pop(0)
+            if sub in seen:
+                continue
+            seen.add(sub)
+            own = (sub[0], f"{sub[1]}.{name}")
+            if self.function(own) is not None:
+                found.append(own)
+            queue += self._subclasses().get(sub, ())
+        return found
+
+    def _subclasses(self) -> Dict[Key, List[Key]]:
+        if self._subclass_index is None:
+            self._subclass_index = {}
+            for module, summary in self._modules.items():
+                for qualname in summary.classes:
+                    for base in self._bases((module, qualname)):
+                        self._subclass_index.setdefault(base, []).append((module, qualname))
+        return self._subclass_index
+
+    def _receiver_classes(self, module: str, call: CallRef) -> List[Key]:
+        root, *path = call.receiver or ("",)
+        own = self._local[module].enclosing_class(call.caller)
+        context = (module, own) if own is not None else None
+        classes = [context] if root == "self" and context else self._instance_classes(module, context, root)
+        for attribute in path:
+            classes = list(dict.fromkeys(t for cls in classes for t in self._attribute_classes(cls, attribute)))
+        return classes
+
+    def _attribute_classes(self, cls: Key, attribute: str, depth: int = 0) -> List[Key]:
+        """The classes an instance attribute of `cls` is given, there or in a base class."""
+        module, qualname = cls
+        written = self._modules[module].attribute_types.get(qualname, {}).get(attribute)
+        if written:
+            return list(dict.fromkeys(c for name in written for c in self._instance_classes(module, cls, name)))
+        if depth > 20:
+            return []
+        for base in self._bases(cls):
+            found = self._attribute_classes(base, attribute, depth + 1)
+            if found:
+                return found
+        return []
+
+    def _instance_classes(self, module: str, context: Optional[Key], written: str) -> List[Key]:
+        """The project class of what `written` (see `CallRef.receiver`) holds in `module`, in a method of
+        `context`: the class named, called, or named by the return annotation of the function called."""
+        if not written.endswith("()"):
+            named = self._class_named(module, written)
+            return [named] if named is not None else []
+        callee = written[:-2]
+        if callee.startswith("self."):
+            functions = self._method(context, callee[5:]) if context is not None else []
+        else:
+            head, _, name = callee.rpartition(".")
+            cls = self._class_named(module, callee)
+            if cls is not None:
+                return [cls]
+            target = self._lookup(module, callee) if not head else self._module_member(module, head, name)
+            functions = [target] if target is not None and target[1] is not None else []  # type: ignore[list-item]
+        for key in functions:
+            function = self.function(key)
+            if function is not None and function.returns:
+                named = self._class_named(key[0], function.returns)
+                return [named] if named is not None else []
+        return []
+
+    def _module_member(self, module: str, dotted_module: str, name: str) -> Optional[Tuple[str, Optional[str]]]:
+        """`name` of the project module that `dotted_module` (`mod`, `pkg.mod`) names in `module`."""
+        head, *rest = dotted_module.split(".")
+        target = self._lookup(module, head)
+        for part in [*rest, name]:
+            if target is None or target[1] is not None or target[0] not in self._modules:
+                return None
+            target = self._lookup(target[0], part)
+        return target
+
+    def _class_named(self, module: str, written: str) -> Optional[Key]:
+        """The project class that `written` (`Pool`, `pool_mod.Pool`) names in `module`, if it names one."""
+        head, _, name = written.rpartition(".")
+        target = self._module_member(module, head, name) if head else self._lookup(module, name)
+        if target is None or target[1] is None or target[1] not in self._modules[target[0]].classes:
+            return None
+        return target  # type: ignore[return-value]
 
     def _inherited(self, module: str, call: CallRef) -> List[Key]:
         cls = self._local[module].enclosing_class(call.caller)
@@ -210,11 +318,26 @@ class ProjectGraph(CallGraph):
                 found.append(target)  # type: ignore[arg-type]
         return found
 
-    def _by_name(self, name: str) -> List[Key]:
+    def _by_name(self, name: str, receiver: Optional[str] = None) -> List[Key]:
+        """`name` on an object of unknown class; `receiver` is the name it goes by (`markov_head`), and when
+        some candidates' classes are named like it (`GatedMarkovHead`), only those are kept."""
         if "_" not in name.strip("_"):
             return []  # one-word names (`connect`, `process`) are shared with libraries: no evidence
         candidates = self._methods_by_name.get(name, [])
-        return list(candidates) if len(candidates) <= BY_NAME_LIMIT else []
+        if len(candidates) > BY_NAME_LIMIT:
+            return []
+        named_alike = [c for c in candidates if receiver and self._class_named_like(c, receiver)]
+        return named_alike or list(candidates)
+
+    def _class_named_like(self, method: Key, receiver: str) -> bool:
+        """Whether the class of `method`, or a base it names, ends in `receiver` (`markov_head`: `MarkovHead`)."""
+        module, qualname = method
+        cls = self._modules[module].classes.get(qualname.rpartition(".")[0])
+        wanted = receiver.replace("_", "").lower()
+        if cls is None or len(wanted) < 3:
+            return False
+        names = (cls.qualname.rpartition(".")[2], *cls.bases)
+        return any(n.replace("_", "").lower().endswith(wanted) for n in names)
 
     def _lookup(self, module: str, name: str, depth: int = 0) -> Optional[Tuple[str, Optional[str]]]:
         """What `name`, imported in `module`, refers to in the project: (module, None) for a module,
@@ -230,7 +353,7 @@ class ProjectGraph(CallGraph):
         target = summary.imports.get(name)
         if target is None:
             defined = name in summary.functions or name in summary.classes
-            return (module, name) if defined else None
+            return (module, name) if defined else self._star_imported(module, name, depth)
         dotted = _absolute(target, self._full_names[module], module in self._packages)
         found = self._by_suffix.get(dotted)
         if found:
@@ -239,6 +362,16 @@ class ProjectGraph(CallGraph):
         found = self._by_suffix.get(parent)
         if found:
             return self._lookup(found, last, depth + 1)  # follows re-exports in `__init__.py`
+        return None
+
+    def _star_imported(self, module: str, name: str, depth: int) -> Optional[Tuple[str, Optional[str]]]:
+        """`name` as a `from .common import *` of `module` brings it (`sglang.srt.utils` re-exports this way)."""
+        for target in self._modules[module].star_imports:
+            found = self._by_suffix.get(_absolute(target, self._full_names[module], module in self._packages))
+            if found:
+                imported = self._lookup(found, name, depth + 1)
+                if imported is not None and imported[1] is not None:
+                    return imported
         return None
 
 

@@ -27,6 +27,8 @@ class Bindings:
     is_class: bool = False
     # For function scopes: names bound exactly once, by a plain `name = value`, and that value.
     single_values: Dict[str, ast.expr] = field(default_factory=dict)
+    # For function scopes: parameters that the body never binds again.
+    stable_parameters: Set[str] = field(default_factory=set)
 
     def lookup(self, name: str) -> Optional[str]:
         """The qualified torch name for `name`, "" when this scope binds it to something else, None if unbound."""
@@ -51,6 +53,9 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
         collector.bind(name)
     collector.visit_all(node.body)
     collector.bindings.other -= collector.declared_global
+    collector.bindings.stable_parameters = {
+        name for name in parameter_names(node.args) if collector.counts[name] == 1
+    }
     collector.bindings.single_values = {
         name: value
         for name, value in collector.values.items()

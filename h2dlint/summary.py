@@ -47,6 +47,7 @@ class FunctionInfo:
     marker: Optional[str] = None  # "hot" or "cold", from a `# h2dlint: ...` comment
     cache_decorator: Optional[str] = None  # "functools.lru_cache" and the like: the body runs once per key
     end_line: int = 0  # the last line of its body
+    returns: Optional[str] = None  # the class its return annotation names, as written
 
 
 @dataclass
@@ -70,6 +71,10 @@ class CallRef:
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     one_time: bool = False  # under a cached-build guard (`if self._x is None:`): spreads no heat
+    # What the receiver of an "attr" or "method" call is known to be: ("self", "a", "b") for `self.a.b.m()`;
+    # ("Batch", "req") for `batch.req.m()` where `batch: Batch`; ("Batch()",) for `b.m()` after
+    # `b = Batch(...)`, a class or a function whose return annotation names one ("self.make()" for a method).
+    receiver: Optional[Tuple[str, ...]] = None
 
 
 @dataclass
@@ -99,3 +104,8 @@ class ModuleSummary:
     # Names bound by imports anywhere in the file -> what they import, e.g. `Batch` -> `pkg.batch.Batch`,
     # `F` -> `torch.nn.functional`; relative imports keep their leading dots (`.batch.Batch`).
     imports: Dict[str, str] = field(default_factory=dict)
+    star_imports: List[str] = field(default_factory=list)  # `from .common import *`: ".common"
+    # Class qualname -> instance attribute -> the classes it is given, as written like `CallRef.receiver`'s
+    # root: `self.pool = Pool(...)` "Pool()", `self.pool: Pool` or `pool: Pool` in the class body "Pool",
+    # `self.pool = self.make_pool()` "self.make_pool()", `self.pool = pool` with `pool: Pool` "Pool".
+    attribute_types: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)

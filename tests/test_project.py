@@ -198,3 +198,169 @@ def test_a_memo_table_build_is_one_time(tmp_path, run_cli):
     )
     _, out, _ = run_cli("check", str(tmp_path))
     assert [line.split(": HTD")[0].rsplit(":", 2)[1] for line in findings(out)] == ["11"]  # only the default
+
+
+def two_classes(first, second, method):
+    """Two classes whose `method` makes an H2D copy (lines 5 and 9)."""
+    body = f"    def {method}(self, n):\n        return torch.tensor([n], device='cuda')\n"
+    return f"import torch\n\nclass {first}:\n{body}\nclass {second}:\n{body}"
+
+
+POOL = two_classes("Pool", "Scratch", "alloc")
+
+
+def typed_project(root, backend, runner):
+    files = {"pkg/__init__.py": "", "pkg/pool.py": POOL, "pkg/backend.py": backend, "pkg/runner.py": runner}
+    return write_tree(root / "src", files)
+
+
+def reported(out):
+    """`file.py:line` -> message, for every finding."""
+    return {line.split(": HTD")[0].rsplit("/", 1)[-1].rsplit(":", 1)[0]: line for line in findings(out)}
+
+
+def assert_only_finding(out, where, chain):
+    by_line = reported(out)
+    assert set(by_line) == {where}, out
+    assert f"called from {chain} (per step)" in by_line[where]
+
+
+def test_calls_on_attributes_of_known_class_are_followed_across_files(tmp_path, run_cli):
+    """`self.backend.plan()` then `self.pool.alloc()`: one-word names the by-name fallback refuses; the
+    classes come from `self.pool = Pool()` and from `self.backend = backend` with `backend: Backend`."""
+    backend = """
+        from .pool import Pool
+
+        class Backend:
+            def __init__(self):
+                self.pool = Pool()
+
+            def plan(self, n):
+                return self.pool.alloc(n)
+    """
+    runner = """
+        from pkg.backend import Backend
+
+        class Runner:
+            def __init__(self, backend: Backend):
+                self.backend = backend
+
+            def forward(self, n):
+                return self.backend.plan(n)
+    """
+    code, out, _ = run_cli("check", str(typed_project(tmp_path, backend, runner)))
+    # `Scratch.alloc` (line 9) is another class's method of the same name.
+    assert_only_finding(out, "pool.py:5", "`pkg.backend.Backend.plan` ← `pkg.runner.Runner.forward`")
+
+
+def test_an_annotated_parameter_and_a_factory_return_give_the_class(tmp_path, run_cli):
+    backend = """
+        from typing import Optional
+
+        from . import pool
+
+        class Backend:
+            def __init__(self):
+                self.scratch = self._make_scratch()
+
+            def _make_scratch(self) -> "Optional[pool.Scratch]":
+                return pool.Scratch()
+    """
+    runner = """
+        from pkg.backend import Backend
+
+        def forward(backend: Backend, n):
+            return backend.scratch.alloc(n)
+    """
+    _, out, _ = run_cli("check", str(typed_project(tmp_path, backend, runner)))
+    assert_only_finding(out, "pool.py:9", "`pkg.runner.forward`")
+
+
+def test_a_local_bound_once_from_a_constructor_gives_the_class(tmp_path, run_cli):
+    runner = """
+        from pkg.pool import Pool, Scratch
+
+        def forward(n, again):
+            pool = Pool()
+            scratch = Scratch()
+            if again:
+                scratch = None  # bound twice: its class is not known
+            return pool.alloc(n), scratch.alloc(n)
+    """
+    _, out, _ = run_cli("check", str(typed_project(tmp_path, "", runner)))
+    assert set(reported(out)) == {"pool.py:5"}, out
+
+
+def test_a_base_class_receiver_reaches_the_overrides_of_its_subclasses(tmp_path, run_cli):
+    backend = """
+        import torch
+
+        class Backend:
+            def plan(self, n):
+                raise NotImplementedError
+
+        class FlashBackend(Backend):
+            def plan(self, n):
+                return torch.tensor([n], device="cuda")
+
+        class Unrelated:
+            def plan(self, n):
+                return torch.tensor([n], device="cuda")
+    """
+    runner = """
+        from pkg.backend import Backend
+
+        class Runner:
+            backend: Backend
+
+            def forward(self, n):
+                return self.backend.plan(n)
+    """
+    _, out, _ = run_cli("check", str(typed_project(tmp_path, backend, runner)))
+    assert_only_finding(out, "backend.py:9", "`pkg.runner.Runner.forward`")
+
+
+def test_by_name_links_prefer_classes_named_like_the_receiver(tmp_path, run_cli):
+    """`head.init_state()` on a parameter of unknown class: of the classes defining `init_state`, the one
+    named like `head` is meant, not the LoRA manager's setup method."""
+    backend = two_classes("MarkovHead", "LoraManager", "init_state")
+    runner = "def forward(head, n):\n    return head.init_state(n)\n"
+    _, out, _ = run_cli("check", str(typed_project(tmp_path, backend, runner)))
+    assert set(reported(out)) == {"backend.py:5"}, out
+
+
+def test_the_rest_of_a_lazy_build_after_its_early_return_is_one_time(tmp_path, run_cli):
+    write_tree(
+        tmp_path,
+        {
+            "lazy.py": """
+                import torch
+
+                def ensure_wrapper(layer):
+                    if layer._wrapper is not None:
+                        return
+                    layer.scales = torch.tensor([1.0], device="cuda")
+                    layer._wrapper = object()
+
+                def forward(layer, n):
+                    ensure_wrapper(layer)
+                    return torch.tensor([n], device="cuda")
+            """
+        },
+    )
+    _, out, _ = run_cli("check", str(tmp_path))
+    assert set(reported(out)) == {"lazy.py:11"}, out
+
+
+def test_names_re_exported_by_a_star_import_resolve(tmp_path, run_cli):
+    """sglang's `srt/utils/__init__.py` is `from sglang.srt.utils.common import *`."""
+    root = write_tree(
+        tmp_path / "app",
+        {
+            "utils/__init__.py": "from app.utils.common import *\n",
+            "utils/common.py": "import torch\n\ndef build(ids, dev):\n    return torch.tensor(ids, device=dev)\n",
+            "serve.py": "from app.utils import build\n\ndef step(ids, dev):\n    return build(ids, dev)\n",
+        },
+    )
+    _, out, _ = run_cli("check", str(root))
+    assert_only_finding(out, "common.py:4", "`app.serve.step`")
