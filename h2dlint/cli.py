@@ -14,7 +14,14 @@ from h2dlint import __version__
 from h2dlint.analyzer import FileResult, enabled_rules
 from h2dlint.autofix import unified_diff
 from h2dlint.baseline import add_noqa_to_file
-from h2dlint.config import Overrides, config_for_path, excluded_by_config, settings_for_path, settings_from
+from h2dlint.config import (
+    Overrides,
+    config_for_path,
+    configs_remembered,
+    excluded_by_config,
+    settings_for_path,
+    settings_from,
+)
 from h2dlint.explain import explain_line, parse_location, project_folder
 from h2dlint.output import FORMATS, count_findings, render, render_errors, render_statistics
 from h2dlint.project import analyse_paths, check_paths, fix_paths
@@ -32,7 +39,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        with configs_remembered():
+            return args.run(args)
     except UsageError as error:
         print(f"h2dlint: error: {error}", file=sys.stderr)
         return EXIT_USAGE

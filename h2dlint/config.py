@@ -13,8 +13,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import pathspec
 
@@ -77,25 +78,49 @@ def settings_for_path(path: str, overrides: Overrides = Overrides()) -> Settings
     return settings_from(config_for_path(path), overrides, path)
 
 
+_remembered: Optional[Dict[str, Optional[ProjectConfig]]] = None  # folder -> its configuration, during a run
+
+
+@contextmanager
+def configs_remembered() -> Iterator[None]:
+    """Within one run, look each folder's configuration up once: thousands of files share a few folders, and
+    walking up from each costs a warm run more than its own work. Outside a run every lookup reads the disk,
+    so an edited `pyproject.toml` is always seen."""
+    global _remembered
+    outer, _remembered = _remembered, {}
+    try:
+        yield
+    finally:
+        _remembered = outer
+
+
 def config_for_path(path: str) -> Optional[ProjectConfig]:
     """The nearest `[tool.h2dlint]` table at or above `path` (a file or a folder), or None."""
     folder = os.path.abspath(path)
     if not os.path.isdir(folder):
         folder = os.path.dirname(folder)
-    while True:
-        candidate = os.path.join(folder, PYPROJECT)
-        try:
-            stat = os.stat(candidate)
-        except OSError:
-            stat = None
-        if stat is not None and os.path.isfile(candidate):
-            config = _load(candidate, stat.st_mtime_ns, stat.st_size)
-            if config is not None:
-                return config
+    return _config_at_or_above(folder)
+
+
+def _config_at_or_above(folder: str) -> Optional[ProjectConfig]:
+    if _remembered is not None and folder in _remembered:
+        return _remembered[folder]
+    found = _config_in(folder)
+    if found is None:
         parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+        found = None if parent == folder else _config_at_or_above(parent)
+    if _remembered is not None:
+        _remembered[folder] = found
+    return found
+
+
+def _config_in(folder: str) -> Optional[ProjectConfig]:
+    candidate = os.path.join(folder, PYPROJECT)
+    try:
+        stat = os.stat(candidate)
+    except OSError:
+        return None
+    return _load(candidate, stat.st_mtime_ns, stat.st_size) if os.path.isfile(candidate) else None
 
 
 def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: Optional[str] = None) -> Settings:
@@ -229,5 +254,6 @@ def excluded_by_config(path: str, is_dir: bool) -> bool:
 
 
 __all__: List[str] = [
-    "ConfigError", "Overrides", "ProjectConfig", "config_for_path", "excluded_by_config", "settings_for_path"
+    "ConfigError", "Overrides", "ProjectConfig", "config_for_path", "configs_remembered", "excluded_by_config",
+    "settings_for_path",
 ]

@@ -188,3 +188,16 @@ def test_flake8_plugin_reads_the_files_configuration(tmp_path):
     os.utime(tmp_path / "pyproject.toml", ns=(2, 2))
     [(row, column, message, _)] = Flake8Checker(None, lines, str(path)).run()
     assert (row, column) == (1, 0) and message.startswith("HTD001 ") and "unknown key `bogus`" in message
+
+
+def test_one_run_looks_each_folder_up_once_and_the_next_run_sees_edits(tmp_path):
+    from h2dlint.config import config_for_path, configs_remembered
+
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.h2dlint]\nselect = ["HTD101"]\n', encoding="utf-8")
+    (tmp_path / "pkg").mkdir()
+    with configs_remembered():
+        first = config_for_path(str(tmp_path / "pkg" / "a.py"))
+        pyproject.write_text('[tool.h2dlint]\nselect = ["HTD104", "HTD101"]\n', encoding="utf-8")
+        assert config_for_path(str(tmp_path / "pkg" / "b.py")) is first  # remembered for the run
+    assert config_for_path(str(tmp_path / "pkg" / "b.py")).select == ("HTD104", "HTD101")
