@@ -521,7 +521,9 @@ def _is_none(expr: ast.expr) -> bool:
 def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`),
     or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`), or `if key not in cache:`
-    whose body fills `cache[...]`."""
+    whose body fills `cache[...]`, or a cache that grows on demand (see `_grows_on_demand`)."""
+    if _grows_on_demand(test, body):
+        return True
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _is_attribute_lookup(test.operand, "hasattr")
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
@@ -536,6 +538,21 @@ def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     if isinstance(subject, ast.Name):
         return any(_stores_in_cache(statement, subject.id) for statement in body)
     return _is_attribute_lookup(subject, "getattr")
+
+
+def _grows_on_demand(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
+    """`if n > self.max_size: self.max_size = n; self._rebuild()`: the guarded block raises the very bound it
+    compares against, so it runs only when a new maximum arrives, not per step."""
+    ordering = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+    if not any(isinstance(node, ast.Compare) and isinstance(node.ops[0], ordering) for node in ast.walk(test)):
+        return False
+    bounds = {node.attr for node in ast.walk(test) if isinstance(node, ast.Attribute) and _is_self(node.value)}
+    return any(
+        isinstance(target, ast.Attribute) and _is_self(target.value) and target.attr in bounds
+        for statement in body
+        if isinstance(statement, (ast.Assign, ast.AugAssign))
+        for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+    )
 
 
 def _is_lazy_build_return(statement: ast.stmt, rest: Sequence[ast.stmt]) -> bool:
