@@ -101,15 +101,7 @@ def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings:
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
     """Diagnostics for one module's source text, reasoning about that module alone.
     Raises SourceError when it cannot be parsed."""
-    if "torch" not in text:
-        return []  # every rule needs a torch import; this one search is all that most files cost
-    rules = enabled_rules(settings) if rules is None else rules
-    candidates = candidate_rules(text, rules)
-    if not candidates:
-        return []  # nor can any rule match without its trigger words
-    lines = source_lines(text)
-    summary = _summarize(text, lines, candidates, settings)
-    return diagnostics(FileSummary(summary, _suppressed(summary, lines)), function_heat(summary, settings))
+    return check_source_with_heat(text, settings, rules)
 
 
 def _message(site: Site, reason: str) -> str:
@@ -167,6 +159,8 @@ def check_source_in_project(
     index this is exactly `check_source`: reasoning about the file alone. Raises SourceError when `text`
     cannot be parsed.
     """
+    if "torch" not in text:
+        return []  # before looking for an index: most files a linter sees cost one substring search
     return check_source_with_heat(text, settings, rules, project_heat_for(path, settings))
 
 
@@ -176,22 +170,27 @@ def check_source_with_heat(
     rules: Optional[Sequence[Rule]] = None,
     known: Optional[Tuple[str, Dict[str, Heat]]] = None,
 ) -> List[Diagnostic]:
-    """`check_source`, with the heat a project run found for this file: (module name, heat by qualname).
-    The fixer re-checks a file it has just rewritten this way, so fixing agrees with the project check."""
-    if known is None:
-        return check_source(text, settings, rules)
+    """`check_source`, with the heat a project run found for this file when `known` gives it: (module name,
+    heat by qualname). The fixer re-checks a file it has just rewritten this way, so that fixing agrees with
+    the project check. Raises SourceError when `text` cannot be parsed."""
+    if "torch" not in text:
+        return []  # every rule needs a torch import; this one search is all that most files cost
     rules = enabled_rules(settings) if rules is None else rules
     candidates = candidate_rules(text, rules)
     if not candidates:
-        return []
-    module, project_heat = known
+        return []  # nor can any rule match without its trigger words
     lines = source_lines(text)
     summary = _summarize(text, lines, candidates, settings)
+    file = FileSummary(summary, _suppressed(summary, lines))
+    if known is None:
+        return diagnostics(file, function_heat(summary, settings))
+    module, project_heat = known
     heat = {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary, module), settings).items()}
     for qualname, found in project_heat.items():
+        # The project's heat wins, except where the file itself makes a function cold.
         if qualname in summary.functions and (qualname not in heat or heat[qualname].hot):
             heat[qualname] = found
-    return diagnostics(FileSummary(summary, _suppressed(summary, lines)), heat, module)
+    return diagnostics(file, heat, module)
 
 
 def project_heat_for(path: str, settings: Settings) -> Optional[Tuple[str, Dict[str, Heat]]]:
