@@ -64,10 +64,8 @@ def summarize_source(text: str, settings: Settings, rules: Sequence[Rule]) -> Fi
     try:
         lines = source_lines(text)
         summary = _summarize(text, lines, candidates, settings)
-    except SourceError as error:
-        return FileSummary(ModuleSummary(), (), str(error) if candidates else None)
-    except RecursionError:
-        return FileSummary(ModuleSummary(), (), "too deeply nested to analyse" if candidates else None)
+    except (SourceError, RecursionError) as error:
+        return FileSummary(ModuleSummary(), (), failure_reason(error) if candidates else None)
     return FileSummary(summary, _suppressed(summary, lines))
 
 

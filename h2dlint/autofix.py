@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from h2dlint.analyzer import Diagnostic, check_source_with_heat
+from h2dlint.analyzer import Diagnostic, check_source_with_heat, failure_reason
 from h2dlint.hotness import Heat
 from h2dlint.positions import line_starts
 from h2dlint.rules import Rule
@@ -94,12 +94,8 @@ def fix_file(
         if write and after != source.text:
             write_atomically(path, after.encode(source.encoding), expected=raw)
         return FixOutcome(path, remaining, fixed, source.text, after)
-    except SourceError as error:
-        return FixOutcome(path, (), 0, "", "", str(error))
-    except RecursionError:
-        return FixOutcome(path, (), 0, "", "", "too deeply nested to analyse")
-    except Exception as error:  # a bug in h2dlint must not stop the other files
-        return FixOutcome(path, (), 0, "", "", f"internal error ({type(error).__name__}: {error}); please report it")
+    except Exception as error:  # even a bug in h2dlint must not stop the other files
+        return FixOutcome(path, (), 0, "", "", failure_reason(error))
 
 
 def write_atomically(path: str, data: bytes, expected: bytes) -> None:

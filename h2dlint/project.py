@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from contextlib import contextmanager
 from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules, summarize_source
+from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules, failure_reason, summarize_source
 from h2dlint.autofix import FixOutcome, fix_file
 from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
 from h2dlint.files import Candidate, Excluded, discover
@@ -414,7 +414,7 @@ def _summarize_file(path: str) -> _Outcome:
         except SourceError as error:
             summary = FileSummary(ModuleSummary(), (), str(error))
         except Exception as error:  # a bug in h2dlint must not stop the other files; never cached
-            return f"internal error ({type(error).__name__}: {error}); please report it"
+            return failure_reason(error)
         if cache is not None:
             cache.store_summary(key, summary)
     return (stat, key, summary)
