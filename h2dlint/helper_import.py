@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional, Tuple
 
-from h2dlint.positions import line_starts, source_lines
+from h2dlint.positions import line_break_of, line_starts, source_lines
 from h2dlint.summary import Edit, Span
-
-_FIRST_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def helper_reference(tree: ast.Module, text: str, module: str, function: str) -> Tuple[str, Optional[Edit]]:
@@ -35,7 +32,7 @@ def _existing_reference(tree: ast.Module, module: str, function: str) -> Optiona
 
 def _import_edit(tree: ast.Module, text: str, statement: str) -> Edit:
     """Insert after the module's leading docstring, `from __future__` imports and other imports."""
-    newline = _newline(text)
+    newline = line_break_of(text)
     anchor = _last_leading_statement(tree)
     if anchor is None:  # a fix implies a statement; comments above it stay above
         first = tree.body[0].lineno
@@ -63,8 +60,3 @@ def _is_docstring(statement: ast.stmt) -> bool:
         and isinstance(statement.value, ast.Constant)
         and isinstance(statement.value.value, str)
     )
-
-
-def _newline(text: str) -> str:
-    found = _FIRST_LINE_BREAK.search(text)
-    return found.group() if found else "\n"

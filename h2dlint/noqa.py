@@ -12,21 +12,10 @@ import re
 import tokenize
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from h2dlint.positions import lines_with_endings
+
 NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _CODE_SEPARATOR = re.compile(r"[,\s]+")
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def split_lines(text: str) -> List[str]:
-    """Physical lines as Python numbers them, endings kept. (`str.splitlines` also splits on form feeds and
-    other characters that Python does not count as line breaks, which would shift line numbers.)"""
-    lines, start = [], 0
-    for end in _LINE_END.finditer(text):
-        lines.append(text[start : end.end()])
-        start = end.end()
-    if start < len(text):
-        lines.append(text[start:])
-    return lines
 
 
 class NoqaComments:
@@ -95,7 +84,7 @@ def _noqa_row(row: int, ranges: Sequence[Tuple[int, int]]) -> int:
 def add_noqa(text: str, findings: Iterable[Tuple[int, str]]) -> Tuple[str, int]:
     """`text` with `# noqa: CODE` comments covering each `(first row, code)` finding, merged into existing
     `# noqa: ...` comments; and how many lines were changed."""
-    lines = split_lines(text)
+    lines = lines_with_endings(text)
     ranges = _joined_ranges(lines)
     wanted: Dict[int, List[str]] = {}
     for row, code in findings:

@@ -25,6 +25,23 @@ def source_lines(text: str) -> List[str]:
     return lines
 
 
+def lines_with_endings(text: str) -> List[str]:
+    """The lines of `text` as Python numbers them, with their line breaks."""
+    lines, start = [], 0
+    for end in _LINE_BREAK.finditer(text):
+        lines.append(text[start : end.end()])
+        start = end.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
+def line_break_of(text: str) -> str:
+    """The file's own line break (its first one), for lines a fix adds; "\\n" when it has none."""
+    found = _LINE_BREAK.search(text)
+    return found.group() if found else "\n"
+
+
 def line_starts(text: str) -> List[int]:
     """The offset in `text` where each row starts; a row ends with a line break iff a next entry exists."""
     return [0] + [found.end() for found in _LINE_BREAK.finditer(text)]

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import HOT
 from h2dlint.analyzer import check_source
-from h2dlint.noqa import NoqaComments, add_noqa, split_lines
+from h2dlint.noqa import NoqaComments, add_noqa
+from h2dlint.positions import lines_with_endings
 from h2dlint.settings import Settings
 
 
@@ -28,7 +29,7 @@ def test_noqa_after_a_backslash_continuation_covers_the_first_line():
 
 
 def test_noqa_after_a_multiline_string_covers_its_first_line():
-    lines = split_lines('x = f("""a\nb""")  # noqa: HTD101\ny = 1\n')
+    lines = lines_with_endings('x = f("""a\nb""")  # noqa: HTD101\ny = 1\n')
     noqa = NoqaComments(lines)
     assert noqa.suppress("HTD101", 1, 1)
     assert not noqa.suppress("HTD104", 1, 1)
@@ -36,14 +37,14 @@ def test_noqa_after_a_multiline_string_covers_its_first_line():
 
 
 def test_noqa_codes_match_by_prefix_and_other_codes_do_not_suppress():
-    noqa = NoqaComments(split_lines("a  # noqa: HTD1\nb  # NOQA:E501,HTD104\nc  # noqa\n"))
+    noqa = NoqaComments(lines_with_endings("a  # noqa: HTD1\nb  # NOQA:E501,HTD104\nc  # noqa\n"))
     assert noqa.suppress("HTD101", 1, 1)
     assert not noqa.suppress("HTD101", 2, 2) and noqa.suppress("HTD104", 2, 2)
     assert noqa.suppress("HTD101", 3, 3)
 
 
-def test_split_lines_counts_lines_as_python_does():
-    assert split_lines("a\x0cb\r\nc\rd\ne") == ["a\x0cb\r\n", "c\r", "d\n", "e"]
+def test_lines_with_endings_counts_lines_as_python_does():
+    assert lines_with_endings("a\x0cb\r\nc\rd\ne") == ["a\x0cb\r\n", "c\r", "d\n", "e"]
     text = "import torch\n\x0c\ndef forward(ids, dev):\n    return torch.tensor(ids, device=dev)  # noqa\n"
     assert codes_and_rows(text) == []  # a form feed must not shift the noqa line
 
