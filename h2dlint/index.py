@@ -24,7 +24,7 @@ changes the findings of another.
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from h2dlint.hotness import CallGraph, Key, ModuleGraph
 from h2dlint.summary import CallRef, FunctionInfo, ModuleSummary
@@ -226,19 +226,17 @@ class ProjectGraph(CallGraph):
             classes = list(dict.fromkeys(t for cls in classes for t in self._attribute_classes(cls, attribute)))
         return classes
 
-    def _attribute_classes(self, cls: Key, attribute: str, depth: int = 0) -> List[Key]:
+    def _attribute_classes(self, cls: Key, attribute: str) -> List[Key]:
         """The classes an instance attribute of `cls` is given, there or in a base class."""
-        module, qualname = cls
-        written = self._modules[module].attribute_types.get(qualname, {}).get(attribute)
-        if written:
-            return list(dict.fromkeys(c for name in written for c in self._instance_classes(module, cls, name)))
-        if depth > 20:
-            return []
-        for base in self._bases(cls):
-            found = self._attribute_classes(base, attribute, depth + 1)
-            if found:
-                return found
-        return []
+
+        def given_in(owner: Key) -> Optional[List[Key]]:
+            module, qualname = owner
+            written = self._modules[module].attribute_types.get(qualname, {}).get(attribute)
+            if not written:
+                return None
+            return list(dict.fromkeys(c for name in written for c in self._instance_classes(module, owner, name)))
+
+        return self._first_in_hierarchy(cls, given_in)
 
     def _instance_classes(self, module: str, context: Optional[Key], written: str) -> List[Key]:
         """The project class of what `written` (see `CallRef.receiver`) holds in `module`, in a method of
@@ -288,16 +286,27 @@ class ProjectGraph(CallGraph):
         # The local graph already looked in this class and its local bases; what is left is inherited.
         return [m for base in self._bases((module, cls)) for m in self._method(base, call.name)][:1]
 
-    def _method(self, cls: Key, name: str, depth: int = 0) -> List[Key]:
+    def _method(self, cls: Key, name: str) -> List[Key]:
         """`cls.name`, or the method it inherits, following base classes across modules."""
-        module, qualname = cls
-        own = (module, f"{qualname}.{name}")
-        if self.function(own) is not None:
-            return [own]
+
+        def defined_in(owner: Key) -> Optional[List[Key]]:
+            method = (owner[0], f"{owner[1]}.{name}")
+            return [method] if self.function(method) is not None else None
+
+        return self._first_in_hierarchy(cls, defined_in)
+
+    def _first_in_hierarchy(
+        self, cls: Key, find: Callable[[Key], Optional[List[Key]]], depth: int = 0
+    ) -> List[Key]:
+        """What `find` gives for the first class that defines it (None: not defined there): `cls`, then its
+        bases depth first in declaration order; at most 20 levels, so a cycle of bad bases cannot recurse."""
+        found = find(cls)
+        if found is not None:
+            return found
         if depth > 20:
             return []
         for base in self._bases(cls):
-            found = self._method(base, name, depth + 1)
+            found = self._first_in_hierarchy(base, find, depth + 1)
             if found:
                 return found
         return []
