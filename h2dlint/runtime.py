@@ -37,7 +37,7 @@ A large input allocates that much pinned host memory (served from the caching ho
 memory is a scarcer resource than pageable memory.
 
 This module is self-contained (it imports only ``torch`` and the standard library) so that
-``h2dlint vendor-helper PATH`` can copy it verbatim into a project; ``RUNTIME_SOURCE`` is its own path.
+``h2dlint vendor-helper PATH`` can copy it verbatim into a project.
 """
 
 from __future__ import annotations
@@ -45,8 +45,6 @@ from __future__ import annotations
 import torch
 
 __all__ = ["h2d_tensor", "h2d_as_tensor"]
-
-RUNTIME_SOURCE = __file__
 
 # Exact types only: subclasses include numpy scalars (numpy.float64 is a float) and arbitrary sequences.
 _PLAIN_DATA_TYPES = frozenset({list, tuple, torch.Size, bool, int, float, complex})

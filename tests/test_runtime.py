@@ -12,6 +12,7 @@ import ast
 import collections
 import contextlib
 import enum
+import os
 import warnings
 
 import numpy as np
@@ -488,9 +489,12 @@ def test_the_helpers_hand_the_target_to_the_pinned_path(fake_cuda, monkeypatch):
     ]
 
 
-def test_the_module_names_its_own_source_for_vendoring():
+def test_the_source_vendor_helper_copies_is_this_module_and_stands_alone():
     # `h2dlint vendor-helper` copies this file into projects that need not have h2dlint or libcst.
-    tree = ast.parse(open(runtime.RUNTIME_SOURCE, encoding="utf-8").read())
+    from h2dlint.cli import RUNTIME_SOURCE
+
+    assert os.path.samefile(RUNTIME_SOURCE, runtime.__file__)
+    tree = ast.parse(open(RUNTIME_SOURCE, encoding="utf-8").read())
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert {"h2d_tensor", "h2d_as_tensor"} <= defined
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
