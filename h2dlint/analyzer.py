@@ -38,7 +38,13 @@ class FileResult:
 
 
 def enabled_rules(settings: Settings) -> List[Rule]:
-    return [RULES_BY_CODE[code](settings) for code in selected_codes(ALL_CODES, settings.select, settings.ignore)]
+    return [RULES_BY_CODE[code](settings) for code in enabled_codes(settings)]
+
+
+@functools.lru_cache(maxsize=64)
+def enabled_codes(settings: Settings) -> Tuple[str, ...]:
+    """The rule codes `settings` selects; asked once per file by faces that filter findings per file."""
+    return selected_codes(ALL_CODES, settings.select, settings.ignore)
 
 
 @dataclass(frozen=True)

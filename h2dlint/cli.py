@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Dict, List, Optional, Sequence, Set
+from typing import List, Optional, Sequence
 
 from h2dlint import __version__
-from h2dlint.analyzer import FileResult, enabled_rules
+from h2dlint.analyzer import FileResult, enabled_codes, enabled_rules
 from h2dlint.autofix import unified_diff
 from h2dlint.baseline import add_noqa_to_file
 from h2dlint.config import (
@@ -25,8 +25,8 @@ from h2dlint.config import (
 from h2dlint.explain import explain_line, parse_location, project_folder
 from h2dlint.output import FORMATS, count_findings, render, render_errors, render_statistics
 from h2dlint.project import analyse_paths, check_paths, fix_paths
-from h2dlint.rules import ALL_CODES, ALL_RULES, RULES_BY_CODE
-from h2dlint.settings import Settings, UsageError, selected_codes
+from h2dlint.rules import ALL_RULES, RULES_BY_CODE
+from h2dlint.settings import Settings, UsageError
 from h2dlint.sources import SourceError, read_bytes
 from h2dlint.terminal import is_terminal, wants_colour, with_progress
 
@@ -85,13 +85,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _with_file_selection(results: Sequence[FileResult], overrides: Overrides) -> List[FileResult]:
     """Keep, in each file, the findings that its own configuration selects (`per-file-ignores`, nested tables)."""
-    codes_for: Dict[Settings, Set[str]] = {}
     kept = []
     for result in results:
-        settings = settings_for_path(result.path, overrides)
-        if settings not in codes_for:
-            codes_for[settings] = set(selected_codes(ALL_CODES, settings.select, settings.ignore))
-        codes = codes_for[settings]
+        codes = enabled_codes(settings_for_path(result.path, overrides))
         kept.append(FileResult(result.path, [d for d in result.diagnostics if d.code in codes], result.error))
     return kept
 

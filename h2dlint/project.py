@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from contextlib import contextmanager
 from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from h2dlint.analyzer import FileResult, FileSummary, diagnostics, enabled_rules, failure_reason, summarize_source
+from h2dlint.analyzer import (
+    FileResult,
+    FileSummary,
+    diagnostics,
+    enabled_codes,
+    enabled_rules,
+    failure_reason,
+    summarize_source,
+)
 from h2dlint.autofix import FixOutcome, fix_file
 from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
 from h2dlint.files import Candidate, Excluded, discover
@@ -128,14 +136,13 @@ def fix_paths(
 
 
 def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool) -> FixOutcome:
-    rules = enabled_rules(settings)
-    codes = {rule.code for rule in rules}
+    codes = enabled_codes(settings)
     selected = [d for d in result.diagnostics if d.code in codes]
     if result.error is not None or not any(d.fix is not None for d in selected):
         return FixOutcome(result.path, selected, 0, "", "", result.error)
     module = run.modules[result.path]
     known = (module, _file_heat(run.heat, module, run.summaries[result.path]))
-    return fix_file(result.path, settings, rules, write=write, known=known)
+    return fix_file(result.path, settings, enabled_rules(settings), write=write, known=known)
 
 
 def _unique(candidates: Sequence[Candidate]) -> List[Candidate]:
