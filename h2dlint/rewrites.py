@@ -35,6 +35,7 @@ class Rewrite:
     absorbed: Optional[ast.Call] = None  # the `.to(...)` / `.cuda(...)` call around `constructor`, removed
 
 
+HIDDEN_ARGUMENTS = "`*args`/`**kwargs` are passed through, so the fix cannot see every argument"
 FixPlan = Tuple[Optional[Rewrite], Optional[str]]  # the rewrite, or why there is none
 
 # The constructors a helper replaces exactly. `torch.from_numpy` and `torch.asarray` share the caller's memory,
@@ -69,7 +70,7 @@ def copy_rewrite(copy_call: ast.Call, names: NameResolver) -> FixPlan:
 def constructor_problem(call: ast.Call, helper: str) -> Optional[str]:
     """Why `call`'s arguments cannot be passed to `helper` unchanged, or None when they can."""
     if has_star_args(call):
-        return "`*args`/`**kwargs` are passed through, so the fix cannot see every argument"
+        return HIDDEN_ARGUMENTS
     if len(call.args) != 1:
         return "the call does not pass its data as the one positional argument"
     if isinstance(call.args[0], ast.GeneratorExp):
@@ -94,7 +95,7 @@ def _copy_target(copy_call: ast.Call, names: NameResolver) -> Tuple[Union[ast.ex
     method = copy_call.func.attr  # type: ignore[attr-defined]
     positional = positional_args(copy_call)
     if has_star_args(copy_call):
-        return None, "`*args`/`**kwargs` are passed through, so the fix cannot see every argument"
+        return None, HIDDEN_ARGUMENTS
     extra = sorted(k.arg for k in copy_call.keywords if k.arg not in ("device", "non_blocking"))
     if method == "to" and (len(positional) > 1 or extra):
         return None, "the copy also converts the dtype or takes other options"
