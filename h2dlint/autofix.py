@@ -7,6 +7,7 @@ taken waits for the next pass, since fixing the outer construct may make the inn
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import os
 import stat
@@ -24,6 +25,7 @@ from h2dlint.sources import SourceError, decode_source, read_bytes
 from h2dlint.summary import Fix
 
 KnownHeat = Tuple[str, Dict[str, Heat]]  # a file's module name and its functions' heat, from a project run
+_Edit = Tuple[int, int, str]  # start and end offsets in the text, and the new content
 MAX_PASSES = 10  # nested fixable sites need one pass per level; real code needs one or two
 
 
@@ -46,19 +48,40 @@ class FixOutcome:
 def apply_fixes(text: str, fixes: Iterable[Fix]) -> Tuple[str, int]:
     """Apply every fix that does not overlap one taken before it; returns the new text and the count applied."""
     starts = line_starts(text)
-    taken: List[Tuple[int, int, str]] = []
+    taken: List[_Edit] = []  # sorted; no two overlap
     applied = 0
     for fix in fixes:
         edits = [(_offset(starts, e.span.row, e.span.column), _offset(starts, e.span.end_row, e.span.end_column),
                   e.content) for e in fix.edits]
-        fresh = [e for e in edits if e not in taken]  # two fixes may need the same import
-        if any(_overlaps(edit, other) for edit in fresh for other in taken):
+        fresh = [e for e in edits if not _is_taken(taken, e)]  # two fixes may need the same import
+        if any(_conflicts(taken, edit) for edit in fresh):
             continue
-        taken.extend(fresh)
+        for edit in fresh:
+            bisect.insort(taken, edit)
         applied += 1
-    for start, end, content in sorted(taken, key=lambda e: (e[0], e[1]), reverse=True):
-        text = text[:start] + content + text[end:]
-    return text, applied
+    return _splice(text, taken), applied
+
+
+def _is_taken(taken: Sequence[_Edit], edit: _Edit) -> bool:
+    index = bisect.bisect_left(taken, edit)
+    return index < len(taken) and taken[index] == edit
+
+
+def _conflicts(taken: Sequence[_Edit], edit: _Edit) -> bool:
+    """Whether `edit` overlaps an edit in `taken`. Taken edits do not overlap each other, so only the few
+    around `edit`'s place in the order can: the one before it that may reach past its start, insertions at
+    its start, and the first one after it."""
+    index = bisect.bisect_left(taken, edit)
+    return any(_overlaps(edit, other) for other in taken[max(0, index - 3) : index + 2])
+
+
+def _splice(text: str, edits: Sequence[_Edit]) -> str:
+    pieces, position = [], 0
+    for start, end, content in edits:
+        pieces += [text[position:start], content]
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def fix_source(
@@ -129,7 +152,7 @@ def _offset(starts: Sequence[int], row: int, column: int) -> int:
     return starts[row - 1] + column - 1
 
 
-def _overlaps(a: Tuple[int, int, str], b: Tuple[int, int, str]) -> bool:
+def _overlaps(a: _Edit, b: _Edit) -> bool:
     """Two edits conflict when their ranges intersect, or when both insert at the same place."""
     return a[0] < b[1] and b[0] < a[1] or (a[0] == a[1] == b[0] == b[1])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
-from h2dlint.positions import line_break_of, line_starts, source_lines
+from h2dlint.positions import line_break_of, line_starts
 from h2dlint.summary import Edit, Span
 
 
@@ -38,9 +38,10 @@ def _import_edit(tree: ast.Module, text: str, statement: str) -> Edit:
         first = tree.body[0].lineno
         return Edit(Span(first, 1, first, 1), statement + newline)
     row = anchor.end_lineno or anchor.lineno
-    if row < len(line_starts(text)):
+    starts = line_starts(text)
+    if row < len(starts):
         return Edit(Span(row + 1, 1, row + 1, 1), statement + newline)
-    end = len(source_lines(text)[row - 1]) + 1  # the file ends without a line break
+    end = len(text) - starts[row - 1] + 1  # the file ends without a line break
     return Edit(Span(row, end, row, end), newline + statement)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from typing import List, Sequence
 
 from h2dlint.summary import Span
@@ -42,9 +43,23 @@ def line_break_of(text: str) -> str:
     return found.group() if found else "\n"
 
 
+@lru_cache(maxsize=4)  # asked once per fix of the same text: a file with thousands of fixes must stay linear
 def line_starts(text: str) -> List[int]:
     """The offset in `text` where each row starts; a row ends with a line break iff a next entry exists."""
     return [0] + [found.end() for found in _LINE_BREAK.finditer(text)]
+
+
+def source_segment(text: str, node: ast.AST) -> str:
+    """The source text of `node`, as `ast.get_source_segment` gives it, without re-splitting `text` per call."""
+    start = _offset(text, node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return text[start : _offset(text, node.end_lineno, node.end_col_offset)]  # type: ignore[attr-defined]
+
+
+def _offset(text: str, row: int, byte_column: int) -> int:
+    starts = line_starts(text)
+    line = text[starts[row - 1] : starts[row] if row < len(starts) else len(text)]
+    column = byte_column if line.isascii() else len(line.encode("utf-8")[:byte_column].decode("utf-8", "replace"))
+    return starts[row - 1] + column
 
 
 def char_column(lines: Sequence[str], row: int, byte_offset: int) -> int:

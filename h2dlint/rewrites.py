@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Tuple, Union
 from h2dlint.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.constructs import DATA_CONSTRUCTORS
 from h2dlint.helper_import import helper_reference
-from h2dlint.positions import span_of
+from h2dlint.positions import source_segment, span_of
 from h2dlint.scopes import NameResolver
 from h2dlint.summary import Edit, Fix, Span
 
@@ -156,6 +156,5 @@ def _insert_after(node: ast.AST, lines: Sequence[str], content: str) -> Edit:
 def _source(value: Union[ast.expr, str], text: str) -> str:
     if isinstance(value, str):
         return value
-    segment = ast.get_source_segment(text, value, padded=False)
-    assert segment is not None  # the node came from parsing this very text
+    segment = source_segment(text, value)
     return segment if isinstance(value, (ast.Name, ast.Attribute, ast.Constant, ast.Call)) else f"({segment})"
