@@ -15,9 +15,10 @@ from h2dlint.collector import summarize
 from h2dlint.hotness import Heat, ModuleGraph, function_heat, mark_captured, propagate, site_reason_for
 from h2dlint.noqa import NoqaComments
 from h2dlint.positions import source_lines
+from h2dlint.recursion import with_room_to_recurse
 from h2dlint.rewrites import plan_fix
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
-from h2dlint.settings import Settings, selected_codes
+from h2dlint.settings import Settings, UsageError, selected_codes
 from h2dlint.sources import SourceError, read_source
 from h2dlint.summary import Fix, ModuleSummary, Site, Span
 
@@ -95,6 +96,10 @@ def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Option
 
 def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
     """Parse `text` and summarise it, planning each site's fix. Raises SourceError."""
+    return with_room_to_recurse(_parse_and_summarize, text, lines, rules, settings)
+
+
+def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
     tree = _parse(text)
     planner = partial(plan_fix, tree=tree, text=text, lines=lines, helper_module=settings.helper_module)
     summary = summarize(tree, lines, rules, planner)
@@ -125,7 +130,7 @@ def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = 
 
 def failure_reason(error: Exception) -> str:
     """The one-line reason, for the user, why checking a file raised `error`."""
-    if isinstance(error, SourceError):
+    if isinstance(error, (SourceError, UsageError)):  # UsageError: the file's configuration is broken
         return str(error)
     if isinstance(error, RecursionError):
         return "too deeply nested to analyse"

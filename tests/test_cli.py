@@ -63,28 +63,6 @@ def test_unparsable_file_is_named_on_one_line_and_others_are_still_checked(tmp_p
     assert "b_hot.py:4:12: HTD101" in out
 
 
-@pytest.mark.parametrize(
-    "source, reason",
-    [
-        # libcst's native parser crashes the process on this; Python's parser rejects it first.
-        (
-            "import torch\nx = " + "(" * 3000 + "torch.tensor(1, device=d)" + ")" * 3000 + "\n",
-            "too many nested parentheses",
-        ),
-        ("import torch\nprint 'hi'\nx = torch.tensor(1, device=d)\n", "Missing parentheses in call to 'print'"),
-        ("import torch\nx = torch.tensor(1, device=d)" + ".a" * 2000 + "\n", "too deeply nested to analyse"),
-    ],
-    ids=["nested-3000", "python-2", "valid-but-deep"],
-)
-def test_pathological_input_is_one_error_line_and_the_run_goes_on(tmp_path, run_cli, source, reason):
-    bad = write(tmp_path, "a_bad.py", source)
-    write(tmp_path, "b_hot.py", HOT)
-    code, out, err = run_cli("check", str(tmp_path))
-    assert code == 1
-    assert err.startswith(f"{bad}: error: ") and reason in err and err.count("\n") == 1
-    assert "b_hot.py:4:12: HTD101" in out
-
-
 def test_file_that_cannot_hold_a_finding_is_not_parsed(tmp_path, run_cli):
     write(tmp_path, "unrelated.py", "def f(:\n")
     assert run_cli("check", str(tmp_path))[0] == 0
