@@ -33,6 +33,7 @@ from h2dlint.summary import MODULE, CallRef, FunctionInfo, ModuleSummary, Site
 Key = Tuple[str, str]  # (module, qualname); the module is "" when reasoning about one module alone
 
 _HERE = "{module}"  # stands for the root's module in `Heat.origin`, written out only for other modules
+_LONGEST_CHAIN_SHOWN = 8
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,19 @@ class Heat:
         """The reason, naming functions of modules other than `module` with their module."""
         if not self.chain:
             return self.origin.replace(_HERE, _prefix(self.module, module))
-        path = " ← ".join(f"`{_prefix(caller[0], module)}{caller[1]}`" for caller in self.chain)
+        path = chain_text(f"{_prefix(caller[0], module)}{caller[1]}" for caller in self.chain)
         return f"called from {path} ({self.tag.replace(_HERE, _prefix(self.module, module))})"
 
     def called_from(self, caller: Key) -> "Heat":
         return Heat(True, self.origin, self.tag, (caller,) + self.chain, self.module)
+
+
+def chain_text(names: Iterable[str]) -> str:
+    """Callers joined nearest first; a chain too long to read keeps its ends (generated code nests deeply)."""
+    shown = [f"`{name}`" for name in names]
+    if len(shown) > _LONGEST_CHAIN_SHOWN:
+        shown = shown[:3] + [f"… {len(shown) - 4} more …"] + shown[-1:]
+    return " ← ".join(shown)
 
 
 def _prefix(of: str, seen_from: str) -> str:
@@ -222,7 +231,7 @@ def mark_captured(summary: ModuleSummary) -> None:
     for site in summary.sites:
         if site.capture is None and site.function in captured:
             chain, block = captured[site.function]
-            callers = " ← ".join(f"`{c}`" for c in chain)
+            callers = chain_text(chain)
             via = f" from {callers}, which is called" if chain else ""
             site.in_graph_capture, site.capture = True, f"`{site.function}` is called{via} {block}"
 
