@@ -39,9 +39,23 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), excluded: Option
             found.append(Candidate(path, "no such file or directory"))
         elif os.path.isdir(path):
             found.extend(Candidate(p) for p in sorted(_walk(path, exclude, excluded or _nothing_excluded)))
-        else:
+        elif _readable_kind(path):
             found.append(Candidate(path))
-    return found
+        else:
+            found.append(Candidate(path, "not a regular file"))
+    return _first_of_each(found)
+
+
+def _first_of_each(candidates: List[Candidate]) -> List[Candidate]:
+    """A file reached twice (named, and inside a named folder) is checked and reported once."""
+    seen = set()
+    kept = []
+    for candidate in candidates:
+        key = os.path.abspath(candidate.path)
+        if key not in seen:
+            seen.add(key)
+            kept.append(candidate)
+    return kept
 
 
 def _nothing_excluded(path: str, is_dir: bool) -> bool:
@@ -65,8 +79,14 @@ def _walk(top: str, exclude: Sequence[str], excluded: Excluded) -> Iterator[str]
             inherited[os.path.normpath(os.path.join(folder, d))] = here
         for name in files:
             path = os.path.join(folder, name)
-            if name.endswith(".py") and os.path.isfile(path) and not _skipped(folder, name, False, here, excluded):
+            if name.endswith(".py") and _readable_kind(path) and not _skipped(folder, name, False, here, excluded):
                 yield path
+
+
+def _readable_kind(path: str) -> bool:
+    """A regular file, or a symlink that leads nowhere (a loop, a missing target): reading it reports why.
+    Pipes, sockets and devices are passed over, since reading one could block forever."""
+    return os.path.isfile(path) or (os.path.islink(path) and not os.path.exists(path))
 
 
 def _skipped(folder: str, name: str, is_dir: bool, ignores: Sequence[_Ignore], excluded: Excluded) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import io
+import os
 import tokenize
 from dataclasses import dataclass
 
@@ -29,6 +31,10 @@ def read_bytes(path: str) -> bytes:
     except IsADirectoryError:
         raise SourceError("is a directory, not a Python file") from None
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise SourceError("symbolic link loop") from None
+        if error.errno == errno.ENOENT and os.path.islink(path):
+            raise SourceError(f"broken symbolic link to {os.readlink(path)}") from None
         raise SourceError(f"cannot read: {error.strerror or error}") from None
 
 
