@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from typing import List, Optional, Sequence
+import threading
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Sequence
 
 from h2dlint import __version__
 from h2dlint.analyzer import FileResult, enabled_codes, enabled_rules
@@ -21,6 +24,8 @@ from h2dlint.config import (
     excluded_by_config,
     settings_for_path,
     settings_from,
+    unusable_config,
+    unusable_configs,
 )
 from h2dlint.explain import explain_line, parse_location, project_folder
 from h2dlint.output import FORMATS, count_findings, render, render_errors, render_statistics
@@ -39,19 +44,48 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        with configs_remembered():
-            return args.run(args)
+        with configs_remembered(), _terminate_like_interrupt():
+            return _after_unusable_configs(args.run(args))
     except UsageError as error:
         print(f"h2dlint: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        # Each file is replaced whole (see autofix.write_atomically), so none is left half-written.
+        print("h2dlint: interrupted; each file is as it was or fully fixed", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_FINDINGS
 
 
+@contextmanager
+def _terminate_like_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI timeout, pre-commit stopped) unwinds like Ctrl-C, so no temporary file is left behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _after_unusable_configs(status: int) -> int:
+    """A broken configuration is a usage error, even though the files it does not govern were checked."""
+    return EXIT_USAGE if unusable_configs() else status
+
+
+def _unusable_config_results() -> List[FileResult]:
+    """Each broken configuration met, as a file that could not be used: reported once, in every format."""
+    return [FileResult(e.path, (), f"{e.reason} (the files it governs were not checked)") for e in unusable_configs()]
+
+
 def run_check(args: argparse.Namespace) -> int:
-    paths = args.paths or ["."]
+    paths = [p for p in args.paths or ["."] if os.path.isdir(p) or unusable_config(p) is None]
     overrides = Overrides(
         select=None if args.select is None else tuple(args.select),
         ignore=tuple(args.ignore),
@@ -59,19 +93,19 @@ def run_check(args: argparse.Namespace) -> int:
         extend_cold_functions=tuple(args.extend_cold_functions),
         exclude=tuple(args.exclude),
     )
-    for path in paths:  # bad selectors or a broken configuration are usage errors even when no file is checked
-        enabled_rules(settings_for_path(path, overrides))
+    enabled_rules(settings_from(None, overrides))  # bad selectors are usage errors even when no file is checked
     # Hotness is decided across all the files of a run, so the configuration governing the first path sets
     # the hot and cold names for the whole run; rule selection and per-file ignores apply file by file.
-    settings = settings_from(config_for_path(paths[0]), overrides)
+    usable = [p for p in paths if unusable_config(p) is None]
+    settings = settings_from(config_for_path(usable[0]) if usable else None, overrides)
     if args.fix or args.diff:
-        return _run_fix(args, settings, overrides)
+        return _run_fix(paths, args, settings, overrides)
     show = _shows_progress(args)
     results = check_paths(
         paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache, excluded=excluded_by_config,
         progress=lambda files: with_progress(files, show=show),
     )
-    results = _with_file_selection(results, overrides)
+    results = _with_file_selection(results, overrides) + _unusable_config_results()
     if args.add_noqa:
         return _add_noqa(results)
     if args.statistics:
@@ -108,16 +142,16 @@ def _add_noqa(results: Sequence[FileResult]) -> int:
     return EXIT_FINDINGS if errors else EXIT_CLEAN
 
 
-def _run_fix(args: argparse.Namespace, settings: Settings, overrides: Overrides) -> int:
+def _run_fix(paths: Sequence[str], args: argparse.Namespace, settings: Settings, overrides: Overrides) -> int:
     """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change.
     Hotness comes from the project run; each file is fixed with its own configuration (`per-file-ignores`)."""
     show = _shows_progress(args)
     outcomes = fix_paths(
-        args.paths or ["."], settings, overrides.exclude, args.jobs, use_cache=not args.no_cache,
+        paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache,
         write=not args.diff, excluded=excluded_by_config, progress=lambda files: with_progress(files, show=show),
         settings_for=lambda path: settings_for_path(path, overrides),
     )
-    results = [FileResult(o.path, o.remaining, o.error) for o in outcomes]
+    results = [FileResult(o.path, o.remaining, o.error) for o in outcomes] + _unusable_config_results()
     fixed = sum(o.fixed for o in outcomes)
     if args.diff:
         sys.stderr.write(render_errors(results))

@@ -15,7 +15,7 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import pathspec
 
@@ -31,6 +31,10 @@ PYPROJECT = "pyproject.toml"
 
 class ConfigError(UsageError):
     """A configuration file that cannot be used: unreadable, not TOML, or a bad key or value (exit code 2)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,8 @@ def settings_for_path(path: str, overrides: Overrides = Overrides()) -> Settings
     return settings_from(config_for_path(path), overrides, path)
 
 
-_remembered: Optional[Dict[str, Optional[ProjectConfig]]] = None  # folder -> its configuration, during a run
+_remembered: Optional[Dict[str, Union[ProjectConfig, ConfigError, None]]] = None  # folder -> its configuration
+_unusable: Optional[Dict[str, ConfigError]] = None  # the broken configurations met during a run, by message
 
 
 @contextmanager
@@ -86,12 +91,30 @@ def configs_remembered() -> Iterator[None]:
     """Within one run, look each folder's configuration up once: thousands of files share a few folders, and
     walking up from each costs a warm run more than its own work. Outside a run every lookup reads the disk,
     so an edited `pyproject.toml` is always seen."""
-    global _remembered
-    outer, _remembered = _remembered, {}
+    global _remembered, _unusable
+    outer, _remembered = (_remembered, _unusable), {}
+    _unusable = {}
     try:
         yield
     finally:
-        _remembered = outer
+        _remembered, _unusable = outer
+
+
+def unusable_config(path: str) -> Optional[ConfigError]:
+    """Why the configuration governing `path` cannot be used, or None. Within a run it is also kept for
+    `unusable_configs`, so that each broken file is reported once, however many files it governs."""
+    try:
+        config_for_path(path)
+    except ConfigError as error:
+        if _unusable is not None:
+            _unusable.setdefault(str(error), error)
+        return error
+    return None
+
+
+def unusable_configs() -> List[ConfigError]:
+    """The unusable configurations met so far in this run, in the order they were met."""
+    return list(_unusable.values()) if _unusable is not None else []
 
 
 def config_for_path(path: str) -> Optional[ProjectConfig]:
@@ -104,13 +127,22 @@ def config_for_path(path: str) -> Optional[ProjectConfig]:
 
 def _config_at_or_above(folder: str) -> Optional[ProjectConfig]:
     if _remembered is not None and folder in _remembered:
-        return _remembered[folder]
-    found = _config_in(folder)
-    if found is None:
-        parent = os.path.dirname(folder)
-        found = None if parent == folder else _config_at_or_above(parent)
+        return _known(_remembered[folder])
+    try:
+        found: Union[ProjectConfig, ConfigError, None] = _config_in(folder)
+        if found is None:
+            parent = os.path.dirname(folder)
+            found = None if parent == folder else _config_at_or_above(parent)
+    except ConfigError as error:  # remembered too: a broken file is parsed once, not once per file it governs
+        found = error
     if _remembered is not None:
         _remembered[folder] = found
+    return _known(found)
+
+
+def _known(found: Union[ProjectConfig, ConfigError, None]) -> Optional[ProjectConfig]:
+    if isinstance(found, ConfigError):
+        raise found
     return found
 
 
@@ -151,13 +183,13 @@ def _h2dlint_table(path: str) -> Optional[Mapping[str, Any]]:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
     except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+        raise ConfigError(path, f"cannot read: {error.strerror or error}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: not valid TOML: {str(error).splitlines()[0]}") from None
+        raise ConfigError(path, f"not valid TOML: {str(error).splitlines()[0]}") from None
     tool = document.get("tool")
     table = tool.get("h2dlint") if isinstance(tool, dict) else None
     if table is not None and not isinstance(table, dict):
-        raise ConfigError(f"{path}: `tool.h2dlint` must be a table")
+        raise ConfigError(path, f"`tool.h2dlint` must be a table")
     return table
 
 
@@ -167,12 +199,12 @@ def _validated(path: str, table: Mapping[str, Any]) -> ProjectConfig:
         reader = _READERS.get(key)
         if reader is None:
             known = ", ".join(sorted(_READERS))
-            raise ConfigError(f"{path}: unknown key `{key}` in [tool.h2dlint] (known keys: {known})")
+            raise ConfigError(path, f"unknown key `{key}` in [tool.h2dlint] (known keys: {known})")
         field_name, read = reader
         try:
             values[field_name] = read(value)
         except ValueError as error:
-            raise ConfigError(f"{path}: [tool.h2dlint] `{key}`: {error}") from None
+            raise ConfigError(path, f"[tool.h2dlint] `{key}`: {error}") from None
     return ProjectConfig(path=path, root=os.path.dirname(path), **values)
 
 
@@ -246,7 +278,10 @@ def _relative_posix(path: str, root: str) -> Optional[str]:
 def excluded_by_config(path: str, is_dir: bool) -> bool:
     """Whether `exclude` in the configuration governing `path` covers it. A folder is governed by the
     configuration of the folder holding it, not by one inside it."""
-    config = config_for_path(os.path.dirname(os.path.abspath(path)))
+    folder = os.path.dirname(os.path.abspath(path))
+    if unusable_config(folder) is not None:
+        return not is_dir  # its files are not checked; a folder below may have a configuration of its own
+    config = config_for_path(folder)
     if config is None or not config.exclude:
         return False
     relative = _relative_posix(path, config.root)
@@ -255,5 +290,5 @@ def excluded_by_config(path: str, is_dir: bool) -> bool:
 
 __all__: List[str] = [
     "ConfigError", "Overrides", "ProjectConfig", "config_for_path", "configs_remembered", "excluded_by_config",
-    "settings_for_path",
+    "settings_for_path", "unusable_config", "unusable_configs",
 ]

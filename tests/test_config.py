@@ -142,7 +142,7 @@ def test_broken_toml_is_one_line_naming_the_file_exit_2(tmp_path, run_cli):
     write(tmp_path, "hot.py", HOT)
     code, out, err = run_cli("check", str(tmp_path))
     assert (code, out) == (2, "")
-    assert err.startswith(f"h2dlint: error: {config}: not valid TOML") and err.count("\n") == 1
+    assert err.startswith(f"{config}: error: not valid TOML") and err.count("\n") == 1
 
 
 def test_broken_configuration_is_an_error_even_when_no_file_is_checked(tmp_path, run_cli):
