@@ -126,18 +126,28 @@ def write_atomically(path: str, data: bytes, expected: bytes) -> None:
     target = os.path.realpath(path)  # write through a symlink, don't replace the link itself
     if read_bytes(target) != expected:
         raise SourceError("changed on disk while it was being fixed; not written")
-    mode = stat.S_IMODE(os.stat(target).st_mode)
+    status = os.stat(target)
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".h2dlint-", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, mode)
+        os.chmod(temporary, stat.S_IMODE(status.st_mode))
+        _keep_owner(temporary, status)
         os.replace(temporary, target)
     except BaseException:
         _remove_quietly(temporary)
         raise
+
+
+def _keep_owner(path: str, status: os.stat_result) -> None:
+    """Give the new file the old one's owner and group where we may (root fixing a user's checkout)."""
+    if hasattr(os, "chown") and (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
+        try:
+            os.chown(path, status.st_uid, status.st_gid)
+        except OSError:
+            pass  # not ours to give away: the file is fixed, owned by whoever fixed it
 
 
 def unified_diff(outcome: FixOutcome) -> str:

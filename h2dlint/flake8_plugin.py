@@ -13,6 +13,7 @@ from h2dlint import __version__
 from h2dlint.analyzer import Diagnostic, check_source, check_source_in_project, failure_reason
 from h2dlint.config import settings_for_path
 from h2dlint.settings import Settings
+from h2dlint.sources import read_source
 
 # Reported once, at 1:1, when a file that Python parses cannot be analysed (too deeply nested for the
 # analysis, or a bug). flake8 reports real syntax errors itself (E999) and then runs no tree plugin.
@@ -49,6 +50,8 @@ def _check(text: str, filename: str) -> List[Diagnostic]:
     settings = _settings_for(filename)
     if filename in ("stdin", "-"):
         return check_source(text, settings)
+    if "torch" in text:
+        read_source(filename)  # flake8 decodes a file that is not valid in its encoding as latin-1; the CLI refuses it
     return check_source_in_project(text, filename, settings)
 
 
