@@ -51,7 +51,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         # Each file is replaced whole (see autofix.write_atomically), so none is left half-written.
-        print("h2dlint: interrupted; each file is as it was or fully fixed", file=sys.stderr)
+        print("h2dlint: interrupted (no file is ever left half-written)", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_FINDINGS
