@@ -32,7 +32,8 @@ from h2dlint.output import FORMATS, count_findings, render, render_errors, rende
 from h2dlint.project import analyse_paths, check_paths, fix_paths
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
 from h2dlint.settings import Settings, UsageError
-from h2dlint.sources import SourceError, read_bytes
+from h2dlint.positions import source_lines
+from h2dlint.sources import SourceError, read_bytes, read_source
 from h2dlint.terminal import is_terminal, wants_colour, with_progress
 
 RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime.py")  # read, never imported
@@ -308,14 +309,24 @@ def run_explain(args: argparse.Namespace) -> int:
     if location is None:
         raise UsageError(f"expected PATH:LINE, got {args.location!r}")
     path, line = location
-    if not os.path.isfile(path):
-        print(f"{path}: error: no such file", file=sys.stderr)
-        return EXIT_FINDINGS
-    settings = Settings(
-        extend_hot_functions=tuple(args.extend_hot_functions),
-        extend_cold_functions=tuple(args.extend_cold_functions),
+    overrides = Overrides(
+        extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions)
     )
     paths = args.paths or [project_folder(path)]
-    run = analyse_paths([*paths, path], settings, args.jobs, use_cache=not args.no_cache)
-    print("\n".join(explain_line(run, path, line)))
+    settings = settings_from(config_for_path(paths[0]), overrides)  # as `check` of the same paths decides heat
+    try:
+        _require_line(path, line)
+        run = analyse_paths([*paths, path], settings, args.jobs, use_cache=not args.no_cache)
+        print("\n".join(explain_line(run, path, line)))
+    except SourceError as error:
+        print(f"{path}: error: {error}", file=sys.stderr)
+        return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _require_line(path: str, line: int) -> None:
+    if not os.path.lexists(path):
+        raise SourceError("no such file or directory")
+    rows = len(source_lines(read_source(path).text))
+    if line > rows:
+        raise SourceError(f"line {line} is past the end of the file ({rows} lines)")

@@ -189,7 +189,7 @@ def _h2dlint_table(path: str) -> Optional[Mapping[str, Any]]:
     tool = document.get("tool")
     table = tool.get("h2dlint") if isinstance(tool, dict) else None
     if table is not None and not isinstance(table, dict):
-        raise ConfigError(path, f"`tool.h2dlint` must be a table")
+        raise ConfigError(path, "`tool.h2dlint` must be a table")
     return table
 
 

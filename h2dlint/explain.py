@@ -9,6 +9,7 @@ from h2dlint.analyzer import FileSummary, report_reason
 from h2dlint.hotness import Heat, site_cold_reason
 from h2dlint.project import ProjectRun
 from h2dlint.rules import RULES_BY_CODE
+from h2dlint.sources import SourceError
 from h2dlint.summary import FunctionInfo, Site
 
 
@@ -23,12 +24,15 @@ def project_folder(path: str) -> str:
 
 
 def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
-    """Lines of text that say why `path:line` is hot or cold, and, for each site on it, whether it is reported."""
+    """Lines of text that say why `path:line` is hot or cold, and, for each site on it, whether it is reported.
+    Raises SourceError when the file could not be analysed."""
     wanted = os.path.abspath(path)
     found = [p for p in run.summaries if os.path.abspath(p) == wanted]
     if not found:
         return [f"{path}: not analysed (not a Python file of the checked paths, or it could not be parsed)"]
     file, module = run.summaries[found[0]], run.modules[found[0]]
+    if file.error is not None:
+        raise SourceError(file.error)
     function = _innermost_function(file, line)
     lines = [f"{path}:{line}: {_function_verdict(function, run.heat, module)}"]
     for index, site in enumerate(file.summary.sites):

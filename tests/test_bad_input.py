@@ -256,3 +256,20 @@ def test_a_file_the_analysis_cannot_parse_is_never_written_by_fix(tmp_path, run_
     assert code == 1 and err.startswith(f"{bad}: error: syntax error at 2:")
     assert (bad.read_bytes(), stat.S_IMODE(bad.stat().st_mode)) == before
     assert "h2d_tensor" in (tmp_path / "b_hot.py").read_text(encoding="utf-8")
+
+
+def test_explain_names_the_file_and_reason(case, run_cli):
+    case, folder, bad = case
+    if case.reason is None:
+        pytest.skip("not an error")
+    if bad.suffix == ".toml":
+        code, out, err = run_cli("explain", f"{bad.parent / 'hot_under_broken.py'}:4")
+        assert (code, out) == (EXIT_USAGE, "") and err.startswith(f"h2dlint: error: {bad.resolve()}: not valid TOML")
+        return
+    code, out, err = run_cli("explain", f"{bad}:2", str(folder))
+    assert (code, out, err) == (EXIT_FINDINGS, "", f"{bad}: error: {case.reason}\n")
+
+
+def test_explain_of_a_line_past_the_end_says_so(tmp_path, run_cli):
+    path = write(tmp_path, "hot.py", HOT)
+    assert run_cli("explain", f"{path}:99") == (1, "", f"{path}: error: line 99 is past the end of the file (4 lines)\n")
