@@ -104,3 +104,17 @@ def test_fix_hook_rewrites_the_files_fails_then_passes(tmp_path, pre_commit_env)
     assert _snapshot(repo) == after
     code, output = try_repo(repo, pre_commit_env, "h2dlint")
     assert code == 0, output
+
+
+def test_hooks_name_a_broken_file_and_still_check_the_others(tmp_path, pre_commit_env):
+    source = tmp_path / "source"
+    shutil.copytree(REFERENCE, source)
+    (source / "a_broken.py").write_text("import torch\ndef f(:\n    torch.tensor(x, device=d)\n", encoding="utf-8")
+    (source / "a_latin1.py").write_bytes(b"import torch\nname = 'caf\xe9'\n")
+    repo = make_repo(tmp_path / "repo", source)
+    for hook in ("h2dlint", "h2dlint-fix"):
+        code, output = try_repo(repo, pre_commit_env, hook)
+        assert code == 1 and "Traceback" not in output, output
+        assert "a_broken.py: error: syntax error at 2:7: invalid syntax" in output
+        assert "a_latin1.py: error: not valid utf-8 text: byte 0xe9 at offset 24" in output
+    assert "h2d_tensor" in (repo / "eagle_info.py").read_text(encoding="utf-8")  # the fix hook fixed the rest
