@@ -82,6 +82,28 @@ def test_refuses_to_overwrite_a_file_that_changed_since_it_was_read(tmp_path):
     assert path.read_text(encoding="utf-8") == "new contents\n"
 
 
+def test_check_fix_reports_a_file_edited_while_it_was_being_fixed_and_keeps_the_edit(tmp_path, run_cli, monkeypatch):
+    """An editor saves the file after `--fix` read it and before it writes: the edit wins, the run says so."""
+    import h2dlint.autofix as autofix
+
+    edited, other = tmp_path / "a.py", tmp_path / "b.py"
+    edited.write_text(HOT, encoding="utf-8")
+    other.write_text(HOT, encoding="utf-8")
+    saved = HOT + "# saved by the editor\n"
+    real_fix_source = autofix.fix_source
+
+    def fix_source_while_an_editor_saves(text, *args, **kwargs):
+        if edited.read_text(encoding="utf-8") == HOT:
+            edited.write_text(saved, encoding="utf-8")
+        return real_fix_source(text, *args, **kwargs)
+
+    monkeypatch.setattr(autofix, "fix_source", fix_source_while_an_editor_saves)
+    code, _, err = run_cli("check", "--fix", "--no-cache", "-j", "1", str(tmp_path))
+    assert (code, err) == (1, f"{edited}: error: changed on disk while it was being fixed; not written\n")
+    assert edited.read_text(encoding="utf-8") == saved
+    assert other.read_text(encoding="utf-8") == FIXED
+
+
 def test_check_fix_reports_what_is_left_and_exits_by_it(tmp_path, run_cli):
     fixable = tmp_path / "a.py"
     fixable.write_text(HOT, encoding="utf-8")
