@@ -108,7 +108,7 @@ def analyse_paths(
     last check run's record alone."""
     with _collector_paused():
         cache = Cache(settings) if use_cache else None
-        return analyse(_unique(discover(paths)), settings, jobs, cache, cache.load_last_run() if cache else None)
+        return analyse(discover(paths), settings, jobs, cache, cache.load_last_run() if cache else None)
 
 
 def fix_paths(
@@ -143,18 +143,6 @@ def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: 
     module = run.modules[result.path]
     known = (module, _file_heat(run.heat, module, run.summaries[result.path]))
     return fix_file(result.path, settings, enabled_rules(settings), write=write, known=known)
-
-
-def _unique(candidates: Sequence[Candidate]) -> List[Candidate]:
-    """Each file once, however many of the given paths lead to it."""
-    seen = set()
-    found = []
-    for candidate in candidates:
-        key = os.path.abspath(candidate.path)
-        if key not in seen:
-            seen.add(key)
-            found.append(candidate)
-    return found
 
 
 def analyse(
