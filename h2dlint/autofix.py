@@ -6,7 +6,6 @@ taken waits for the next pass, since fixing the outer construct may make the inn
 
 from __future__ import annotations
 
-import ast
 import bisect
 import difflib
 import os
@@ -168,10 +167,14 @@ def _overlaps(a: _Edit, b: _Edit) -> bool:
 
 
 def _require_valid_python(text: str) -> None:
+    """The whole compiler, not only the parser: it also rejects what only the symbol table sees."""
     try:
-        compile(text, "<fixed>", "exec", ast.PyCF_ONLY_AST)
-    except SyntaxError as error:  # a bug in a fix; never write such a file
-        raise SourceError(f"internal error: the fix would not parse ({error.msg}); please report it") from None
+        compile(text, "<fixed>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:  # a bug in a fix, or code Python never compiled; never write it
+        reason = error.msg if isinstance(error, SyntaxError) else str(error)
+        raise SourceError(f"the fixed text would not compile ({reason}); not written") from None
+    except (RecursionError, MemoryError):
+        raise SourceError("the fixed text is too deeply nested for Python's compiler; not written") from None
 
 
 def _remove_quietly(path: str) -> None:

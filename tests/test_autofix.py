@@ -205,3 +205,12 @@ def test_check_fix_imports_from_the_configured_helper_module(tmp_path, run_cli):
     path.write_text(HOT, encoding="utf-8")
     assert run_cli("check", "--fix", "--no-cache", str(tmp_path))[0] == 0
     assert path.read_text(encoding="utf-8") == FIXED.replace("h2dlint.runtime", "mypkg._h2d")
+
+
+def test_a_fix_whose_file_would_not_compile_is_reported_not_written(tmp_path, run_cli):
+    """Python parses `return` at module level but refuses to compile it; the fixer checks with the compiler."""
+    path = tmp_path / "model.py"
+    path.write_text(HOT + "return 5\n", encoding="utf-8")
+    code, _, err = run_cli("check", "--fix", "--no-cache", str(path))
+    assert (code, err) == (1, f"{path}: error: the fixed text would not compile ('return' outside function); not written\n")
+    assert path.read_text(encoding="utf-8") == HOT + "return 5\n"
