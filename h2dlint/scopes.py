@@ -17,8 +17,13 @@ TORCH = "torch"
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Position = Tuple[int, int]  # (line, column) as `ast` gives them
+Span = Tuple[Position, Position]
+# One binding of a name: where it takes effect, the value of a plain `name = value` (None for any other
+# binding), and the statement list it is made in (from its first statement's start to its last one's end).
+Binding = Tuple[Position, Optional[ast.expr], Span]
 
 _START: Position = (0, 0)  # where parameters are bound: before any statement
+_WHOLE: Span = ((0, 0), (1 << 30, 0))  # a function's own body, as far as its bindings are concerned
 
 
 @dataclass
@@ -32,9 +37,8 @@ class Bindings:
     single_values: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: parameters that the body never binds again.
     stable_parameters: Set[str] = field(default_factory=set)
-    # For function scopes: names bound more than once -> each binding in source order, as (where it takes
-    # effect, the value of a plain `name = value` or None for any other binding).
-    rebound: Dict[str, List[Tuple[Position, Optional[ast.expr]]]] = field(default_factory=dict)
+    # For function scopes: names bound more than once -> each binding in source order (see `Binding`).
+    rebound: Dict[str, List["Binding"]] = field(default_factory=dict)
 
     def lookup(self, name: str) -> Optional[str]:
         """The qualified torch name for `name`, "" when this scope binds it to something else, None if unbound."""
@@ -121,8 +125,9 @@ class NameResolver:
     def value_at(self, use: ast.Name) -> Optional[ast.expr]:
         """The value `use` reads: that of the one plain assignment of its name in the current function, or,
         for a name bound several times, that of the binding just before `use` in source order when it is a
-        plain assignment (`x = torch.tensor(d)` ... `x = x.to(dev)` reads the host tensor). A binding in
-        another branch may come first in source order; then the answer is that binding's, or None."""
+        plain assignment made in the statement list that holds `use`, or one enclosing it, so that it
+        certainly reaches it (`x = torch.tensor(d)` ... `x = x.to(dev)` reads the host tensor). A binding
+        inside a branch or loop that `use` follows may or may not have run: then None."""
         single = self.local_value(use.id)
         if single is not None or not self._scopes:
             return single
@@ -130,8 +135,11 @@ class NameResolver:
         if not timeline:
             return None
         here = (use.lineno, use.col_offset)
-        earlier = [value for where, value in timeline if where <= here]
-        return earlier[-1] if earlier else None
+        earlier = [binding for binding in timeline if binding[0] <= here]
+        if not earlier:
+            return None
+        _, value, (first, last) = earlier[-1]
+        return value if first <= here <= last else None
 
     def qualify(self, expr: ast.expr) -> Optional[str]:
         """`torch.tensor` for `th.tensor`, `tensor` (from torch import tensor), ...; None when not torch."""
@@ -162,7 +170,8 @@ class _BindingCollector:
         self.declared_global: Set[str] = set()
         self.counts: Dict[str, int] = {}
         self.values: Dict[str, ast.expr] = {}
-        self.timeline: Dict[str, List[Tuple[Position, Optional[ast.expr]]]] = {}
+        self.timeline: Dict[str, List[Binding]] = {}
+        self._block: Span = _WHOLE  # the statement list being visited
         self._module_level = module_level
         self._except_depth = 0
 
@@ -170,7 +179,7 @@ class _BindingCollector:
         """`name` is bound, taking effect at `where`; `value` is what a plain `name = value` assigns."""
         self.counts[name] = self.counts.get(name, 0) + 1
         if not self._module_level:
-            self.timeline.setdefault(name, []).append((where, value))
+            self.timeline.setdefault(name, []).append((where, value, self._block))
         # `try: import torch / except ImportError: torch = None` keeps torch meaning torch at module level.
         if self._module_level and self._except_depth:
             return
@@ -186,9 +195,16 @@ class _BindingCollector:
             self._visit_children(node)
 
     def _visit_children(self, node: ast.AST) -> None:
-        for child in child_nodes(node):
+        blocks = _BLOCK_FIELDS.get(node.__class__)
+        for child in child_nodes(node) if blocks is None else _non_block_children(node, blocks):
             if self._walrus or not isinstance(child, ast.expr):
                 self.visit(child)
+        for name in blocks or ():
+            statements = getattr(node, name, None)
+            if statements:
+                outer, self._block = self._block, (_start(statements[0]), _end(statements[-1]))
+                self.visit_all(statements)
+                self._block = outer
 
     # Each binder records what `node` binds and returns whether to visit its children.
 
@@ -267,6 +283,25 @@ class _BindingCollector:
             self.bindings.torch_aliases[bound] = qualified
         else:
             self.bind(bound, where)
+
+
+# The fields of compound statements that hold statement lists: a binding made in one may not reach code after it.
+_BLOCK_FIELDS = {
+    kind: tuple(f for f in ("body", "orelse", "finalbody") if f in kind._fields)
+    for kind in (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.ExceptHandler)
+    + tuple(getattr(ast, name) for name in ("TryStar", "match_case") if hasattr(ast, name))
+}
+
+
+def _non_block_children(node: ast.AST, blocks: Tuple[str, ...]) -> Iterable[ast.AST]:
+    """The children of a compound statement outside its statement lists: its test, target, items, handlers."""
+    for name in node._fields:
+        if name in blocks:
+            continue
+        value = getattr(node, name, None)
+        for item in value if isinstance(value, list) else (value,):
+            if isinstance(item, ast.AST):
+                yield item
 
 
 def _start(node: ast.AST) -> Position:

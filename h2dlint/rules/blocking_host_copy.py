@@ -69,6 +69,11 @@ class BlockingHostCopy(Rule):
             "import torch\n\ndef step(x, dev, gpu):\n    t = torch.tensor(x)\n    if gpu is not None:\n"
             "        t = gpu\n    return t.to(dev)\n"
         ),
+        # Built only on one path: the copy may read the caller's tensor, which may already be on the device.
+        Valid(
+            "import torch\n\ndef step(t, dev):\n    if not isinstance(t, torch.Tensor):\n"
+            "        t = torch.tensor(t)\n    t = t.to(dev)\n    return t\n"
+        ),
     )
     INVALID = (
         Invalid(
