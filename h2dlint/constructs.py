@@ -19,6 +19,8 @@ from h2dlint.scopes import NameResolver
 
 HOST_DEVICE_TYPES = frozenset({"cpu", "meta"})
 
+_MAX_NAME_STEPS = 4  # names followed back to a value: `b = a.long()` after `a = torch.tensor(d)`
+
 # Calls that build a tensor from host data; without a device it lands in pageable host memory.
 DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy"})
 
@@ -88,15 +90,18 @@ def host_built_tensor(expr: ast.expr, names: NameResolver, pinned_too: bool = Fa
     """The constructor call when `expr` is a tensor just built in pageable host memory, else None.
 
     `expr` may be the call itself, host-preserving methods on it (`.long()`, `.view(...)`), or a local
-    variable that the function assigns exactly once from such an expression. With `pinned_too`, a tensor
-    built with `pin_memory=True` counts as well.
+    variable whose value there is such an expression: assigned once, or by the assignment just before the
+    use (`x = torch.tensor(d)` then `x = x.to(dev)`). With `pinned_too`, a tensor built with `pin_memory=True`
+    counts as well.
     """
     expr = _without_host_preserving_calls(expr)
-    if isinstance(expr, ast.Name):
-        value = names.local_value(expr.id)
-        if value is None or isinstance(value, ast.Name):
+    for _ in range(_MAX_NAME_STEPS):
+        if not isinstance(expr, ast.Name):
+            break
+        value = names.value_at(expr)
+        if value is None:
             return None
-        expr = _without_host_preserving_calls(value)
+        expr = _without_host_preserving_calls(value)  # `x = torch.tensor(d)`, `x = x.long()`: back to the first
     if not isinstance(expr, ast.Call) or names.qualify(expr.func) not in DATA_CONSTRUCTORS:
         return None
     if has_star_args(expr):
@@ -117,7 +122,7 @@ def on_accelerator(expr: ast.expr, names: NameResolver) -> bool:
     """True when `expr` is known to be a tensor on an accelerator: built by a torch call with an accelerator
     `device=`, moved by `.cuda()` or `.to(<device>)`, or a local name the function assigns once from one."""
     if isinstance(expr, ast.Name):
-        value = names.local_value(expr.id)
+        value = names.value_at(expr)
         if value is None or isinstance(value, ast.Name):
             return False
         expr = value

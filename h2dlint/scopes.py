@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Union
+from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from h2dlint.syntax import child_nodes
 
 TORCH = "torch"
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Position = Tuple[int, int]  # (line, column) as `ast` gives them
+Span = Tuple[Position, Position]
+# One binding of a name: where it takes effect, the value of a plain `name = value` (None for any other
+# binding), and the statement list it is made in (from its first statement's start to its last one's end).
+Binding = Tuple[Position, Optional[ast.expr], Span]
+
+_START: Position = (0, 0)  # where parameters are bound: before any statement
+_WHOLE: Span = ((0, 0), (1 << 30, 0))  # a function's own body, as far as its bindings are concerned
 
 
 @dataclass
@@ -29,6 +37,8 @@ class Bindings:
     single_values: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: parameters that the body never binds again.
     stable_parameters: Set[str] = field(default_factory=set)
+    # For function scopes: names bound more than once -> each binding in source order (see `Binding`).
+    rebound: Dict[str, List["Binding"]] = field(default_factory=dict)
 
     def lookup(self, name: str) -> Optional[str]:
         """The qualified torch name for `name`, "" when this scope binds it to something else, None if unbound."""
@@ -60,6 +70,11 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
         name: value
         for name, value in collector.values.items()
         if collector.counts[name] == 1 and name not in collector.declared_global
+    }
+    collector.bindings.rebound = {
+        name: sorted(timeline, key=lambda binding: binding[0])
+        for name, timeline in collector.timeline.items()
+        if collector.counts[name] > 1 and name not in collector.declared_global
     }
     return collector.bindings
 
@@ -107,6 +122,25 @@ class NameResolver:
             return None
         return self._scopes[-1].single_values.get(name)
 
+    def value_at(self, use: ast.Name) -> Optional[ast.expr]:
+        """The value `use` reads: that of the one plain assignment of its name in the current function, or,
+        for a name bound several times, that of the binding just before `use` in source order when it is a
+        plain assignment made in the statement list that holds `use`, or one enclosing it, so that it
+        certainly reaches it (`x = torch.tensor(d)` ... `x = x.to(dev)` reads the host tensor). A binding
+        inside a branch or loop that `use` follows may or may not have run: then None."""
+        single = self.local_value(use.id)
+        if single is not None or not self._scopes:
+            return single
+        timeline = self._scopes[-1].rebound.get(use.id)
+        if not timeline:
+            return None
+        here = (use.lineno, use.col_offset)
+        earlier = [binding for binding in timeline if binding[0] <= here]
+        if not earlier:
+            return None
+        _, value, (first, last) = earlier[-1]
+        return value if first <= here <= last else None
+
     def qualify(self, expr: ast.expr) -> Optional[str]:
         """`torch.tensor` for `th.tensor`, `tensor` (from torch import tensor), ...; None when not torch."""
         if isinstance(expr, ast.Name):
@@ -136,11 +170,16 @@ class _BindingCollector:
         self.declared_global: Set[str] = set()
         self.counts: Dict[str, int] = {}
         self.values: Dict[str, ast.expr] = {}
+        self.timeline: Dict[str, List[Binding]] = {}
+        self._block: Span = _WHOLE  # the statement list being visited
         self._module_level = module_level
         self._except_depth = 0
 
-    def bind(self, name: str) -> None:
+    def bind(self, name: str, where: Position = _START, value: Optional[ast.expr] = None) -> None:
+        """`name` is bound, taking effect at `where`; `value` is what a plain `name = value` assigns."""
         self.counts[name] = self.counts.get(name, 0) + 1
+        if not self._module_level:
+            self.timeline.setdefault(name, []).append((where, value, self._block))
         # `try: import torch / except ImportError: torch = None` keeps torch meaning torch at module level.
         if self._module_level and self._except_depth:
             return
@@ -156,53 +195,64 @@ class _BindingCollector:
             self._visit_children(node)
 
     def _visit_children(self, node: ast.AST) -> None:
-        for child in child_nodes(node):
+        blocks = _BLOCK_FIELDS.get(node.__class__)
+        for child in child_nodes(node) if blocks is None else _non_block_children(node, blocks):
             if self._walrus or not isinstance(child, ast.expr):
                 self.visit(child)
+        for name in blocks or ():
+            statements = getattr(node, name, None)
+            if statements:
+                outer, self._block = self._block, (_start(statements[0]), _end(statements[-1]))
+                self.visit_all(statements)
+                self._block = outer
 
     # Each binder records what `node` binds and returns whether to visit its children.
 
-    def _bind_targets(self, target: ast.expr) -> None:
+    def _bind_targets(self, target: ast.expr, where: Position) -> None:
         for name in _target_names(target):
-            self.bind(name)
+            self.bind(name, where)
 
     def _nested_scope(self, node: "ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef") -> bool:
-        self.bind(node.name)  # a nested scope binds its own name here, and nothing else
+        self.bind(node.name, _start(node))  # a nested scope binds its own name here, and nothing else
         return False
 
     def _except_handler(self, node: ast.ExceptHandler) -> bool:
         if node.name is not None:
-            self.bind(node.name)
+            self.bind(node.name, _start(node))
         self._except_depth += 1
         self._visit_children(node)
         self._except_depth -= 1
         return False
 
     def _assign(self, node: ast.Assign) -> bool:
-        for target in node.targets:
-            self._bind_targets(target)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.bind(node.targets[0].id, _end(node), node.value)
             self.values[node.targets[0].id] = node.value
+            return True
+        for target in node.targets:
+            self._bind_targets(target, _end(node))
         return True
 
     def _assign_target(self, node: "ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For") -> bool:
-        self._bind_targets(node.target)
+        # A loop binds its target before each run of its body; the others once their value is computed.
+        where = _end(node.target) if isinstance(node, (ast.For, ast.AsyncFor)) else _end(node)
+        self._bind_targets(node.target, where)
         return True
 
     def _with_item(self, node: ast.withitem) -> bool:
         if node.optional_vars is not None:
-            self._bind_targets(node.optional_vars)
+            self._bind_targets(node.optional_vars, _end(node.optional_vars))
         return True
 
     def _delete(self, node: ast.Delete) -> bool:
         for target in node.targets:
-            self._bind_targets(target)
+            self._bind_targets(target, _end(node))
         return True
 
     def _match_as(self, node: ast.AST) -> bool:
         name = getattr(node, "name", None)
         if name is not None:
-            self.bind(name)
+            self.bind(name, _end(node))
         return True
 
     def _global(self, node: "ast.Global | ast.Nonlocal") -> bool:
@@ -212,10 +262,10 @@ class _BindingCollector:
     def _import(self, node: ast.Import) -> bool:
         for alias in node.names:
             if alias.asname is not None:
-                self._bind_import(alias.asname, alias.name)
+                self._bind_import(alias.asname, alias.name, _end(node))
             else:
                 top = alias.name.split(".")[0]
-                self._bind_import(top, top)
+                self._bind_import(top, top, _end(node))
         return False
 
     def _import_from(self, node: ast.ImportFrom) -> bool:
@@ -224,15 +274,42 @@ class _BindingCollector:
         for alias in node.names:
             if alias.name == "*":
                 return False
-            self._bind_import(alias.asname or alias.name, f"{node.module}.{alias.name}")
+            self._bind_import(alias.asname or alias.name, f"{node.module}.{alias.name}", _end(node))
         return False
 
-    def _bind_import(self, bound: str, qualified: str) -> None:
-        self.counts[bound] = self.counts.get(bound, 0) + 1
+    def _bind_import(self, bound: str, qualified: str, where: Position) -> None:
         if qualified == TORCH or qualified.startswith(TORCH + "."):
+            self.counts[bound] = self.counts.get(bound, 0) + 1
             self.bindings.torch_aliases[bound] = qualified
         else:
-            self.bind(bound)
+            self.bind(bound, where)
+
+
+# The fields of compound statements that hold statement lists: a binding made in one may not reach code after it.
+_BLOCK_FIELDS = {
+    kind: tuple(f for f in ("body", "orelse", "finalbody") if f in kind._fields)
+    for kind in (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.ExceptHandler)
+    + tuple(getattr(ast, name) for name in ("TryStar", "match_case") if hasattr(ast, name))
+}
+
+
+def _non_block_children(node: ast.AST, blocks: Tuple[str, ...]) -> Iterable[ast.AST]:
+    """The children of a compound statement outside its statement lists: its test, target, items, handlers."""
+    for name in node._fields:
+        if name in blocks:
+            continue
+        value = getattr(node, name, None)
+        for item in value if isinstance(value, list) else (value,):
+            if isinstance(item, ast.AST):
+                yield item
+
+
+def _start(node: ast.AST) -> Position:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def _end(node: ast.AST) -> Position:
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
 
 
 _BINDERS = {

@@ -22,7 +22,8 @@ class BlockingHostCopy(Rule):
         built on the host by `torch.tensor`, `torch.as_tensor`, `torch.asarray` or `torch.from_numpy` without
         a device, in code that runs per step or per request. This covers the keyword forms
         `.to(device=..., dtype=...)`, host-preserving methods in between (`torch.tensor(x).long().cuda()`) and
-        a local variable assigned once from such a tensor.
+        a local variable holding such a tensor: assigned once, or rebound (`x = torch.tensor(d)` then
+        `x = x.to(dev)`), where the assignment just before the copy is the one that counts.
         """
     why_bad = """
         A blocking host-to-device copy is a `cudaMemcpyAsync` followed by `cudaStreamSynchronize`: the host
@@ -59,8 +60,34 @@ class BlockingHostCopy(Rule):
         Valid("import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t + 1\n    return t.to(dev)\n"),
         Valid("import torch\n\ndef setup(x):\n    return torch.tensor(x).cuda()\n"),
         Valid("import torch\n\ndef step(x, **kw):\n    return torch.tensor(x, **kw).cuda()\n"),
+        # Rebound names: what the copy reads is the binding just before it, here already on the device.
+        Valid(
+            "import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t.cuda(non_blocking=True)\n"
+            "    return t.to(dev)\n"
+        ),
+        Valid(
+            "import torch\n\ndef step(x, dev, gpu):\n    t = torch.tensor(x)\n    if gpu is not None:\n"
+            "        t = gpu\n    return t.to(dev)\n"
+        ),
+        # Built only on one path: the copy may read the caller's tensor, which may already be on the device.
+        Valid(
+            "import torch\n\ndef step(t, dev):\n    if not isinstance(t, torch.Tensor):\n"
+            "        t = torch.tensor(t)\n    t = t.to(dev)\n    return t\n"
+        ),
     )
     INVALID = (
+        Invalid(
+            "import torch\n\ndef step(x, dev):\n    lens = torch.tensor([len(s) for s in x])\n"
+            "    lens = lens.to(dev)\n",
+            line=5,
+            column=12,
+            reason="`step` runs per step",
+        ),
+        Invalid(
+            "import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t.long()\n    return t.to(dev)\n",
+            line=6,
+            column=12,
+        ),
         Invalid(
             "import torch\n\ndef step(x):\n    return torch.tensor(x).cuda()\n",
             line=4,

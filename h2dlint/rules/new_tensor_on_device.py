@@ -23,8 +23,8 @@ class NewTensorOnDevice(Rule):
         on an accelerator. `new_tensor` takes its device from `x`, which a linter rarely knows, so the rule
         reports only when it is known:
         - the call passes an accelerator `device=`;
-        - `x` is a local variable the function assigns once from a torch call with an accelerator
-          `device=`, or from `.cuda()` / `.to(<device>)`;
+        - `x` is a local variable whose assignment (the only one, or the last before the call) is a torch
+          call with an accelerator `device=`, or `.cuda()` / `.to(<device>)`;
         - `x`, as written (`input_ids`, `self.seq_lens`), matches a pattern in the `accelerator-tensors`
           setting of `[tool.h2dlint]` (fnmatch globs; `["*"]` treats every receiver as on the device).
         """

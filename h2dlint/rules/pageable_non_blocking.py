@@ -97,6 +97,14 @@ class PageableNonBlocking(Rule):
             reason="`step` runs per step",
         ),
         Invalid(
+            "import torch\n\ndef forward(self, offsets):\n    cu = torch.from_numpy(offsets)\n"
+            "    if self.on_gpu:\n        cu = cu.to(self.device, non_blocking=True)\n"
+            "    else:\n        cu = cu.to('cpu')\n    return cu\n",
+            line=6,
+            column=14,
+            reason="`forward` runs per step",
+        ),
+        Invalid(
             "from torch import as_tensor\n\ndef sample(x, dev):\n"
             "    return as_tensor(x).long().to(dev, non_blocking=True)\n",
             line=4,

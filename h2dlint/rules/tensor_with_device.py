@@ -54,6 +54,12 @@ class TensorWithDevice(Rule):
         Valid("import torch\n\ndef forward(x):\n    return torch.tensor(x, device=None)\n"),
         Valid("import torch\n\ndef forward(x):\n    return torch.tensor([], device='cuda')\n"),
         Valid("import torch\n\nTABLE = torch.tensor([1, 2, 3], device='cuda')\n"),
+        # A loop over a table of sizes written in the source walks a fixed grid (autotuning inputs), not data.
+        Valid(
+            "import torch\n\ndef make_inputs():\n    sizes = [2048, 4096]\n"
+            "    for n in [1, 2, 4] + list(range(8, 64, 8)):\n        for s in sizes:\n"
+            "            yield torch.tensor([n, s], device='cuda')\n"
+        ),
         Valid(
             "import torch\n\nclass M:\n    def __init__(self, device):\n"
             "        self.rows = [torch.tensor([i], device=device) for i in range(8)]\n"
