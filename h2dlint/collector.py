@@ -498,20 +498,56 @@ def _receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]
 
 def _local_types(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], bindings: Bindings) -> Dict[str, str]:
     """Names of a function that hold an instance of one class, as written: parameters annotated with it
-    (`batch: Batch`) and locals bound once, from a call (`pool = Pool(...)`, `pool = make_pool()`)."""
+    (`batch: Batch`), locals bound once, from a call (`pool = Pool(...)`, `pool = make_pool()`), locals
+    declared with it (`relay: Relay = batch.spec_info`, however often rebound), and the variable of a loop
+    over a collection annotated with it (`for entry in entries:` with `entries: List[Row]`)."""
     args = node.args
-    types = {
-        arg.arg: written
+    annotations = {
+        arg.arg: arg.annotation
         for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs)
-        if arg.annotation is not None
-        and arg.arg in bindings.stable_parameters
-        and (written := _written_type(arg.annotation))
+        if arg.annotation is not None and arg.arg in bindings.stable_parameters
     }
+    annotations.update(bindings.declared)
+    types = {name: written for name, annotation in annotations.items() if (written := _written_type(annotation))}
     for name, value in bindings.single_values.items():
-        written = _call_result(value) if isinstance(value, ast.Call) else None
+        written = _call_result(value) if isinstance(value, ast.Call) and name not in bindings.declared else None
+        if written:
+            types[name] = written
+    for name, iterable in bindings.loop_iterables.items():
+        collection = annotations.get(iterable.id) if isinstance(iterable, ast.Name) else None
+        written = _element_type(collection) if collection is not None else None
         if written:
             types[name] = written
     return types
+
+
+# Annotations of a collection whose elements are all of the one type they name (`List[Row]`, `tuple[Row, ...]`).
+_HOMOGENEOUS_COLLECTIONS = frozenset(
+    "List list Sequence MutableSequence Iterable Iterator Collection Set set FrozenSet frozenset Deque deque".split()
+)
+
+
+def _element_type(annotation: ast.expr) -> Optional[str]:
+    """The one class the elements of an annotated collection are: `Row` for `List[Row]`, `Sequence["Row"]`,
+    `tuple[Row, ...]`, also inside `Optional[...]` or `... | None`; None for anything else."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [side for side in (annotation.left, annotation.right) if not _is_none(side)]
+        return _element_type(sides[0]) if len(sides) == 1 else None
+    if not isinstance(annotation, ast.Subscript):
+        return None
+    kind, element = _last_name(annotation.value), annotation.slice
+    if kind == "Optional":
+        return _element_type(element)
+    if kind in ("Tuple", "tuple") and isinstance(element, ast.Tuple) and len(element.elts) == 2:
+        item, ellipsis = element.elts
+        is_variadic = isinstance(ellipsis, ast.Constant) and ellipsis.value is Ellipsis
+        return _written_type(item) if is_variadic else None
+    return _written_type(element) if kind in _HOMOGENEOUS_COLLECTIONS else None
 
 
 def _written_type(annotation: ast.expr) -> Optional[str]:

@@ -39,6 +39,11 @@ class Bindings:
     stable_parameters: Set[str] = field(default_factory=set)
     # For function scopes: names bound more than once -> each binding in source order (see `Binding`).
     rebound: Dict[str, List["Binding"]] = field(default_factory=dict)
+    # For function scopes: names declared once with an annotation (`relay: Relay = ...`) -> that annotation,
+    # which holds for every binding of the name, as type checkers enforce.
+    declared: Dict[str, ast.expr] = field(default_factory=dict)
+    # For function scopes: names bound only as the plain target of one `for name in iterable:` -> the iterable.
+    loop_iterables: Dict[str, ast.expr] = field(default_factory=dict)
 
     def lookup(self, name: str) -> Optional[str]:
         """The qualified torch name for `name`, "" when this scope binds it to something else, None if unbound."""
@@ -75,6 +80,16 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
         name: sorted(timeline, key=lambda binding: binding[0])
         for name, timeline in collector.timeline.items()
         if collector.counts[name] > 1 and name not in collector.declared_global
+    }
+    collector.bindings.declared = {
+        name: annotations[0]
+        for name, annotations in collector.annotations.items()
+        if len(annotations) == 1 and name not in collector.declared_global
+    }
+    collector.bindings.loop_iterables = {
+        name: iterable
+        for name, iterable in collector.loop_iterables.items()
+        if collector.counts[name] == 1 and name not in collector.declared_global
     }
     return collector.bindings
 
@@ -171,6 +186,8 @@ class _BindingCollector:
         self.counts: Dict[str, int] = {}
         self.values: Dict[str, ast.expr] = {}
         self.timeline: Dict[str, List[Binding]] = {}
+        self.annotations: Dict[str, List[ast.expr]] = {}
+        self.loop_iterables: Dict[str, ast.expr] = {}
         self._block: Span = _WHOLE  # the statement list being visited
         self._module_level = module_level
         self._except_depth = 0
@@ -235,8 +252,14 @@ class _BindingCollector:
 
     def _assign_target(self, node: "ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For") -> bool:
         # A loop binds its target before each run of its body; the others once their value is computed.
-        where = _end(node.target) if isinstance(node, (ast.For, ast.AsyncFor)) else _end(node)
+        is_loop = isinstance(node, (ast.For, ast.AsyncFor))
+        where = _end(node.target) if is_loop else _end(node)
         self._bind_targets(node.target, where)
+        if isinstance(node.target, ast.Name):
+            if is_loop:
+                self.loop_iterables[node.target.id] = node.iter  # type: ignore[union-attr]
+            elif isinstance(node, ast.AnnAssign):
+                self.annotations.setdefault(node.target.id, []).append(node.annotation)
         return True
 
     def _with_item(self, node: ast.withitem) -> bool:

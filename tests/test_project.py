@@ -291,6 +291,48 @@ def test_a_local_bound_once_from_a_constructor_gives_the_class(tmp_path, run_cli
     assert set(reported(out)) == {"pool.py:5"}, out
 
 
+def test_a_local_declared_with_a_class_keeps_it_when_rebound(tmp_path, run_cli):
+    """`pool: Pool = ...` declares the variable's class for the whole function (type checkers hold every
+    later binding to it), so `pool.alloc()` after `pool = pool.again()` still reaches `Pool.alloc`."""
+    runner = """
+        from pkg.pool import Pool
+
+        def forward(batch, n):
+            pool: Pool = batch.pool
+            if n:
+                pool = pool.again()
+            return pool.alloc(n)
+    """
+    _, out, _ = run_cli("check", str(typed_project(tmp_path, "", runner)))
+    assert_only_finding(out, "pool.py:5", "`pkg.runner.forward`")
+
+
+@pytest.mark.parametrize(
+    "annotation, reached",
+    [
+        ("List[Pool]", {"pool.py:5"}),
+        ('Sequence["Scratch"]', {"pool.py:9"}),
+        ("Optional[tuple[Pool, ...]]", {"pool.py:5"}),
+        ("Tuple[Pool, Scratch]", set()),  # elements of different classes: the variable's class is not known
+        ("Dict[Pool, Scratch]", set()),  # a loop over a mapping walks its keys: not followed
+    ],
+)
+def test_the_variable_of_a_loop_over_an_annotated_collection_has_its_element_class(
+    tmp_path, run_cli, annotation, reached
+):
+    runner = f"""
+        from typing import Dict, List, Optional, Sequence, Tuple
+
+        from pkg.pool import Pool, Scratch
+
+        def forward(pools: {annotation}, n):
+            for pool in pools:
+                pool.alloc(n)
+    """
+    _, out, _ = run_cli("check", str(typed_project(tmp_path, "", runner)))
+    assert set(reported(out)) == reached, out
+
+
 def test_a_base_class_receiver_reaches_the_overrides_of_its_subclasses(tmp_path, run_cli):
     backend = """
         import torch
