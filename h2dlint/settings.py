@@ -88,7 +88,7 @@ class Settings:
     # Where fixes import `h2d_tensor` / `h2d_as_tensor` from; a project may vendor the helper.
     helper_module: str = "h2dlint.runtime"
     # Globs over a receiver as written (`self.input_ids`, `*_gpu`, `*`) naming tensors known to live on an
-    # accelerator; HTD105 reports `x.new_tensor(data)` on them.
+    # accelerator; HTD105 reports `x.new_tensor(data)` on them, HTD107 `x.copy_(host_tensor)` into them.
     accelerator_tensors: Tuple[str, ...] = ()
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)

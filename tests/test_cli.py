@@ -190,7 +190,7 @@ def test_rule_without_code_lists_rules(run_cli):
     code, out, _ = run_cli("rule")
     assert code == 0
     listed = [line.split()[0] for line in out.splitlines()]
-    assert listed == ["HTD101", "HTD102", "HTD103", "HTD104", "HTD105", "HTD106"]
+    assert listed == ["HTD101", "HTD102", "HTD103", "HTD104", "HTD105", "HTD106", "HTD107"]
 
 
 def test_python_dash_m_runs_the_cli():

@@ -176,6 +176,13 @@ def test_accelerator_tensors_lets_htd105_report_receivers_it_cannot_see(tmp_path
     assert findings(run_cli, str(tmp_path)) == [("m.py", "HTD105")]
 
 
+def test_accelerator_tensors_lets_htd107_report_buffers_it_cannot_see(tmp_path, run_cli):
+    write(tmp_path, "m.py", "import torch\n\ndef forward(self, lens):\n    self.seq_lens[:4].copy_(torch.tensor(lens))\n")
+    assert findings(run_cli, str(tmp_path)) == []
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\naccelerator-tensors = ['self.seq_lens']\n")
+    assert findings(run_cli, str(tmp_path)) == [("m.py", "HTD107")]
+
+
 def test_flake8_plugin_reads_the_files_configuration(tmp_path):
     from h2dlint.flake8_plugin import Flake8Checker
 

@@ -7,13 +7,20 @@ from typing import Dict, Tuple, Type
 from h2dlint.rules.as_tensor_with_device import AsTensorWithDevice
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.blocking_host_copy import BlockingHostCopy
+from h2dlint.rules.copy_into_device_buffer import CopyIntoDeviceBuffer
 from h2dlint.rules.copy_under_capture import CopyUnderCapture
 from h2dlint.rules.new_tensor_on_device import NewTensorOnDevice
 from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
 from h2dlint.rules.tensor_with_device import TensorWithDevice
 
 ALL_RULES: Tuple[Type[Rule], ...] = (
-    TensorWithDevice, AsTensorWithDevice, BlockingHostCopy, PageableNonBlocking, NewTensorOnDevice, CopyUnderCapture
+    TensorWithDevice,
+    AsTensorWithDevice,
+    BlockingHostCopy,
+    PageableNonBlocking,
+    NewTensorOnDevice,
+    CopyUnderCapture,
+    CopyIntoDeviceBuffer,
 )
 RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 ALL_CODES: Tuple[str, ...] = tuple(RULES_BY_CODE)

@@ -8,6 +8,7 @@ from typing import Optional, Sequence, Type
 from h2dlint.rules.as_tensor_with_device import AsTensorWithDevice
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.blocking_host_copy import BlockingHostCopy
+from h2dlint.rules.copy_into_device_buffer import CopyIntoDeviceBuffer
 from h2dlint.rules.new_tensor_on_device import NewTensorOnDevice
 from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
 from h2dlint.rules.tensor_with_device import TensorWithDevice
@@ -16,7 +17,7 @@ from h2dlint.settings import Settings
 
 # The constructs this rule looks for under capture: those of every other H2D rule.
 COPY_RULES: Sequence[Type[Rule]] = (
-    TensorWithDevice, AsTensorWithDevice, BlockingHostCopy, PageableNonBlocking, NewTensorOnDevice
+    TensorWithDevice, AsTensorWithDevice, BlockingHostCopy, PageableNonBlocking, NewTensorOnDevice, CopyIntoDeviceBuffer
 )
 
 
@@ -28,8 +29,9 @@ class CopyUnderCapture(Rule):
     reports_capture = True
 
     what_it_does = """
-        Checks for any construct of HTD101-HTD105 (`torch.tensor(..., device=...)`, `torch.as_tensor(...,
-        device=...)`, `.to(device)` / `.cuda()` of a fresh host tensor, `x.new_tensor(...)` on a device) that
+        Checks for any construct of HTD101-HTD105 and HTD107 (`torch.tensor(..., device=...)`,
+        `torch.as_tensor(..., device=...)`, `.to(device)` / `.cuda()` of a fresh host tensor, `x.new_tensor(...)`
+        on a device, `buf.copy_(...)` of a fresh host tensor into a device buffer) that
         runs under CUDA-graph capture: inside a `with torch.cuda.graph(...)` block, or in a function of the
         same module that such a block calls, directly or through other calls.
 
@@ -76,6 +78,12 @@ class CopyUnderCapture(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            "import torch\n\ndef capture(g, dev, ids):\n    buf = torch.zeros(8, device=dev)\n"
+            "    with torch.cuda.graph(g):\n        buf.copy_(torch.tensor(ids))\n",
+            line=6,
+            reason="HTD107",
+        ),
         Invalid(
             "import torch\n\ndef capture(g, dev, bs):\n    with torch.cuda.graph(g):\n"
             "        pos = torch.tensor(list(range(bs)), device=dev)\n",

@@ -1,0 +1,142 @@
+"""HTD107: `buf.copy_(host_tensor)` into a buffer on an accelerator, from a tensor just built in pageable memory."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from typing import List, Optional
+
+from h2dlint.arguments import is_constant, is_false_literal, keyword_arg, keyword_value, positional_args
+from h2dlint.constructs import host_built_tensor, on_accelerator
+from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.scopes import NameResolver
+
+
+class CopyIntoDeviceBuffer(Rule):
+    code = "HTD107"
+    name = "copy-into-device-buffer-from-pageable"
+    summary = "`buf.copy_(torch.tensor(x))` into a device buffer in hot code: a blocking copy and a stream sync."
+    triggers = (("tensor", "from_numpy", "asarray"), ("copy_",))
+
+    what_it_does = """
+        Checks for `buf.copy_(src)` in code that runs per step or per request, where `src` is a tensor just
+        built in pageable host memory (`torch.tensor`, `torch.as_tensor`, `torch.asarray` or
+        `torch.from_numpy` without a device or `pin_memory=True`, or a local variable holding one) and `buf`
+        is known to be on an accelerator. As with HTD105, a linter rarely knows where `buf` lives, so the
+        rule reports only when it is known:
+        - `buf` (or the tensor it slices, `buf[:n]`) is a local variable whose assignment (the only one, or
+          the last before the call) is a torch call with an accelerator `device=`, or `.cuda()` /
+          `.to(<device>)`;
+        - `buf` or the tensor it slices, as written (`self.input_ids`), matches a pattern in the
+          `accelerator-tensors` setting of `[tool.h2dlint]`.
+
+        Report only: there is no automatic fix.
+        """
+    why_bad = """
+        Copying into a preallocated device buffer is the right way to feed a CUDA graph or a persistent
+        kernel, but from a pageable source it does not avoid the stall it is meant to avoid. Without
+        `non_blocking=True` the copy is a `cudaMemcpyAsync` followed by `cudaStreamSynchronize`: the host
+        waits for all work queued on the stream on every call, as with `torch.tensor(data, device=...)`.
+        With `non_blocking=True` from pageable memory, the driver stages the data and may synchronise anyway,
+        and `torch.cuda.set_sync_debug_mode` does not catch it.
+
+        Building the source with `pin_memory=True` and passing `non_blocking=True` makes the copy truly
+        asynchronous; the caching host allocator keeps the pinned block alive until the copy has finished.
+        This is not a drop-in change, which is why there is no automatic fix: the blocking copy leaves the
+        stream drained, and code that afterwards reads a buffer filled by an earlier `non_blocking`
+        device-to-host copy, or hands `buf` to another stream, may depend on that by accident.
+        """
+    example = """
+        def prepare_for_decode(self, reqs):
+            seq_lens = torch.zeros(len(reqs), dtype=torch.int32, device=self.device)
+            seq_lens.copy_(torch.tensor([len(r.tokens) for r in reqs], dtype=torch.int32))
+        """
+    use_instead = """
+        def prepare_for_decode(self, reqs):
+            seq_lens = torch.zeros(len(reqs), dtype=torch.int32, device=self.device)
+            lengths = torch.tensor([len(r.tokens) for r in reqs], dtype=torch.int32, pin_memory=True)
+            seq_lens.copy_(lengths, non_blocking=True)
+        """
+
+    VALID = (
+        Valid("import torch\n\ndef forward(buf, x):\n    buf.copy_(torch.tensor(x))\n"),
+        Valid(
+            "import torch\n\ndef forward(x, dev):\n    buf = torch.zeros(4, device=dev)\n"
+            "    buf.copy_(torch.tensor(x, pin_memory=True), non_blocking=True)\n"
+        ),
+        Valid(
+            "import torch\n\ndef forward(x, dev):\n    buf = torch.zeros(4, device=dev)\n"
+            "    buf.copy_(torch.tensor(x, device=dev))\n"
+        ),
+        Valid("import torch\n\ndef forward(x):\n    buf = torch.zeros(4)\n    buf.copy_(torch.tensor(x))\n"),
+        Valid(
+            "import torch\n\ndef load(x, dev):\n    buf = torch.zeros(4, device=dev)\n"
+            "    buf.copy_(torch.tensor(x))\n"
+        ),
+        Valid(
+            "import torch\n\ndef forward(x, y, dev):\n    buf = torch.zeros(4, device=dev)\n    buf.copy_(y)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\ndef forward(x, dev):\n    buf = torch.zeros(4, device=dev)\n"
+            "    buf.copy_(torch.tensor(x, dtype=torch.int32))\n",
+            line=5,
+            column=5,
+            reason="`forward` runs per step",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\n\ndef step(rows, t):\n    buf = t.cuda()\n"
+            "    host = torch.from_numpy(np.asarray(rows))\n    buf[: len(rows)].copy_(host, non_blocking=True)\n",
+            line=7,
+            column=5,
+        ),
+        Invalid(
+            "import torch\n\ndef run(batches, dev):\n    buf = torch.empty(8, device=dev)\n    for b in batches:\n"
+            "        buf.copy_(src=torch.as_tensor(b))\n",
+            line=6,
+            reason="in a loop at line 5",
+        ),
+    )
+
+    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+        if not isinstance(call.func, ast.Attribute) or call.func.attr != "copy_":
+            return None
+        positional = positional_args(call)
+        source = positional[0] if positional else keyword_value(call, "src")
+        if source is None or host_built_tensor(source, names) is None:
+            return None
+        if not self._on_accelerator(call.func.value, names):
+            return None
+        if _non_blocking(call, positional):
+            problem = (
+                "`.copy_(..., non_blocking=True)` from a tensor just built in pageable memory into a device"
+                " buffer is not asynchronous and may sync the stream"
+            )
+        else:
+            problem = (
+                "`.copy_(...)` from a tensor just built in pageable memory into a device buffer makes a blocking"
+                " host-to-device copy and a stream sync on every call"
+            )
+        return Match(
+            node=call,
+            problem=problem,
+            remedy="Build the source with `pin_memory=True` and copy it with `.copy_(..., non_blocking=True)`",
+        )
+
+    def _on_accelerator(self, destination: ast.expr, names: NameResolver) -> bool:
+        """Whether `destination`, or the tensor it slices (`buf[:n]`), is known to be on an accelerator."""
+        candidates = [destination]
+        while isinstance(candidates[-1], ast.Subscript):
+            candidates.append(candidates[-1].value)
+        if any(on_accelerator(c, names) for c in candidates):
+            return True
+        patterns = self.settings.accelerator_tensors
+        return any(fnmatch.fnmatchcase(ast.unparse(c), p) for c in candidates for p in patterns)
+
+
+def _non_blocking(call: ast.Call, positional: list) -> bool:
+    flag = keyword_arg(call, "non_blocking")
+    if flag is not None:
+        return not is_false_literal(flag.value)
+    return len(positional) > 1 and is_constant(positional[1], "True")
