@@ -6,8 +6,9 @@
 For each tree it prints: the engine version (from `_version.py` above the tree), files, lines, seconds, and
 findings per code. Independently of h2dlint it also lists every *H2D construct* in the tree with a loose,
 name-based scan (no import resolution, no hotness): `tensor/as_tensor/asarray(..., device=<not cpu>)`,
-`.to(<device>)` / `.cuda()` on a tensor just built by `tensor/as_tensor/asarray/from_numpy`, and
-`x.new_tensor(...)`. Constructs on a line h2dlint reported are "flagged", the others "unflagged".
+`.to(<device>)` / `.cuda()` on a tensor just built by `tensor/as_tensor/asarray/from_numpy`,
+`x.new_tensor(...)`, and `buf.copy_(...)` of such a tensor (whatever `buf`'s device, which the scan does
+not know). Constructs on a line h2dlint reported are "flagged", the others "unflagged".
 
 The measured scope is the engines' runtime code: vendored tests, benchmarks and examples (`--exclude`,
 default `RUNTIME_SCOPE_EXCLUDES`) are left out, and how many files that leaves out is printed.
@@ -307,6 +308,11 @@ class _Scanner(ast.NodeVisitor):
             return f"{name}(device=)"
         if name == "new_tensor":
             return "new_tensor"
+        if name == "copy_" and isinstance(node.func, ast.Attribute):
+            source = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "src"), None)
+            if source is not None and _is_host_built(source, self._host_names[-1]):
+                return ".copy_() of a host-built tensor"
+            return None
         if name in ("to", "cuda") and isinstance(node.func, ast.Attribute):
             if name == "to" and not _to_device(node):
                 return None
