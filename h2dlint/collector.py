@@ -9,15 +9,17 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from h2dlint.constructs import stream_work_in
+from h2dlint.constructs import accelerator_attributes, stream_work_in
 from h2dlint.positions import span_of
 from h2dlint.rewrites import Rewrite
 from h2dlint.rules import Match, Rule
 from h2dlint.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
 from h2dlint.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
 from h2dlint.syntax import child_nodes
+
+T = TypeVar("T")
 
 FixPlanner = Callable[[Rewrite], Fix]
 
@@ -114,7 +116,9 @@ class _Collector:
         bases = tuple(_last_name(base) for base in node.bases)
         marker = find_marker(self._lines, node.lineno, self._header_end(node))
         self.summary.classes[qualname] = ClassInfo(qualname, tuple(b for b in bases if b), marker)
-        self._names.push(class_bindings(node, self._walrus) if self._rules else Bindings())
+        bindings = class_bindings(node, self._walrus) if self._rules else Bindings()
+        bindings.accelerator_attributes = _once(lambda: accelerator_attributes(node, self._names))
+        self._names.push(bindings)
         self._frames.append(_Frame("class", qualname, loops=list(self._frames[-1].loops)))
         self._visit_all(node.decorator_list)
         self._visit_all(node.bases)
@@ -696,6 +700,18 @@ def _cache_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
         if _last_name(target) in _CACHE_DECORATORS:
             return ast.unparse(target)
     return None
+
+
+def _once(compute: Callable[[], T]) -> Callable[[], T]:
+    """`compute`, run on the first call only; later calls return its first result."""
+    results: List[T] = []
+
+    def first_result() -> T:
+        if not results:
+            results.append(compute())
+        return results[0]
+
+    return first_result
 
 
 def _last_name(expr: ast.expr) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, FrozenSet, Iterable, Optional, Tuple
 
 from h2dlint.arguments import (
     has_star_args,
@@ -120,18 +120,73 @@ def is_pinned(constructor: ast.Call) -> bool:
 
 def on_accelerator(expr: ast.expr, names: NameResolver) -> bool:
     """True when `expr` is known to be a tensor on an accelerator: built by a torch call with an accelerator
-    `device=`, moved by `.cuda()` or `.to(<device>)`, or a local name the function assigns once from one."""
+    `device=`, moved by `.cuda()` or `.to(<device>)`, a local name the function assigns once from one, or, in a
+    method, `self.x` when every assignment of `self.x` in the class is one (see `accelerator_attributes`)."""
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return names.is_accelerator_attribute(expr.attr)
     if isinstance(expr, ast.Name):
         value = names.value_at(expr)
         if value is None or isinstance(value, ast.Name):
             return False
         expr = value
-    if not isinstance(expr, ast.Call):
+    return _is_device_construct(expr, names)
+
+
+def accelerator_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet[str]:
+    """The instance attributes that the methods of `cls` only ever set (`self.x = ...`) to a tensor built on or
+    moved to an accelerator, at least once. Any other assignment of `self.x` in the class (None, a host
+    tensor, a parameter, a tuple target) leaves `x` out; assignments from outside the class are not seen."""
+    verdicts: Dict[str, bool] = {}
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(method):
+            for target, value in _assignments(node):
+                for attribute in _self_attributes(target):
+                    on_device = value is not None and _is_device_construct(value, names)
+                    verdicts[attribute] = verdicts.get(attribute, True) and on_device
+    return frozenset(attribute for attribute, always in verdicts.items() if always)
+
+
+def _assignments(node: ast.AST) -> Iterable[Tuple[ast.Attribute, Optional[ast.expr]]]:
+    """(attribute, value) for each attribute `node` sets; the value is None when the attribute does not get
+    a value of its own (`self.a, self.b = ...`, `for self.x in ...`, `with ... as self.x`)."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Attribute):
+                yield target, node.value
+            else:
+                yield from ((attribute, None) for attribute in _nested_attributes(target))
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) and node.value is not None:
+        yield node.target, node.value
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        yield from ((attribute, None) for attribute in _nested_attributes(node.target))
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        yield from ((attribute, None) for attribute in _nested_attributes(node.optional_vars))
+
+
+def _nested_attributes(target: ast.expr) -> Iterable[ast.Attribute]:
+    if isinstance(target, ast.Attribute):
+        yield target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _nested_attributes(element)
+    elif isinstance(target, ast.Starred):
+        yield from _nested_attributes(target.value)
+
+
+def _self_attributes(target: ast.Attribute) -> Iterable[str]:
+    if isinstance(target.value, ast.Name) and target.value.id == "self":
+        yield target.attr
+
+
+def _is_device_construct(value: ast.expr, names: NameResolver) -> bool:
+    if not isinstance(value, ast.Call):
         return False
-    if device_copy(expr, names) is not None:
+    if device_copy(value, names) is not None:
         return True
-    qualified = names.qualify(expr.func) or ""
-    return qualified.startswith("torch.") and accelerator_device(expr, names) is not None
+    qualified = names.qualify(value.func) or ""
+    return qualified.startswith("torch.") and accelerator_device(value, names) is not None
 
 
 def _without_host_preserving_calls(expr: ast.expr) -> ast.expr:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
 from h2dlint.syntax import child_nodes
 
@@ -44,6 +44,9 @@ class Bindings:
     declared: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: names bound only as the plain target of one `for name in iterable:` -> the iterable.
     loop_iterables: Dict[str, ast.expr] = field(default_factory=dict)
+    # For class scopes: the instance attributes that every `self.x = ...` in the class's methods puts on an
+    # accelerator, worked out on first use (the collector, which knows the constructs, sets this).
+    accelerator_attributes: Optional[Callable[[], FrozenSet[str]]] = None
 
     def lookup(self, name: str) -> Optional[str]:
         """The qualified torch name for `name`, "" when this scope binds it to something else, None if unbound."""
@@ -130,6 +133,13 @@ class NameResolver:
             if found is not None:
                 return found or None
         return None
+
+    def is_accelerator_attribute(self, name: str) -> bool:
+        """Whether `self.name`, read in a method, is an attribute its class always puts on an accelerator."""
+        if len(self._scopes) < 2 or self._scopes[-1].is_class:
+            return False
+        attributes = self._scopes[-2].accelerator_attributes
+        return attributes is not None and name in attributes()
 
     def local_value(self, name: str) -> Optional[ast.expr]:
         """The value of `name` when the current function binds it once, by a plain assignment."""

@@ -27,6 +27,8 @@ class CopyIntoDeviceBuffer(Rule):
         - `buf` (or the tensor it slices, `buf[:n]`) is a local variable whose assignment (the only one, or
           the last before the call) is a torch call with an accelerator `device=`, or `.cuda()` /
           `.to(<device>)`;
+        - `buf` or the tensor it slices is `self.x` in a method, and every assignment of `self.x` in the
+          class's methods is such a construct (`self.x = torch.zeros(n, device=device)` in `__init__`);
         - `buf` or the tensor it slices, as written (`self.input_ids`), matches a pattern in the
           `accelerator-tensors` setting of `[tool.h2dlint]`.
 
@@ -76,6 +78,15 @@ class CopyIntoDeviceBuffer(Rule):
         Valid(
             "import torch\n\ndef forward(x, y, dev):\n    buf = torch.zeros(4, device=dev)\n    buf.copy_(y)\n"
         ),
+        Valid(
+            "import torch\n\nclass Runner:\n    def __init__(self, dev):\n        self.buf = torch.zeros(4, device=dev)\n\n"
+            "    def reset(self):\n        self.buf = None\n\n"
+            "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
+        ),
+        Valid(
+            "import torch\n\nclass Runner:\n    def __init__(self):\n        self.buf = torch.zeros(4, pin_memory=True)\n\n"
+            "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -90,6 +101,14 @@ class CopyIntoDeviceBuffer(Rule):
             "    host = torch.from_numpy(np.asarray(rows))\n    buf[: len(rows)].copy_(host, non_blocking=True)\n",
             line=7,
             column=5,
+        ),
+        Invalid(
+            "import torch\n\nclass Runner:\n    def __init__(self, dev):\n"
+            "        self.seq_lens = torch.zeros(8, dtype=torch.int32, device=dev)\n\n"
+            "    def forward(self, lens):\n        self.seq_lens[: len(lens)].copy_(torch.tensor(lens))\n",
+            line=8,
+            column=9,
+            reason="`Runner.forward` runs per step",
         ),
         Invalid(
             "import torch\n\ndef run(batches, dev):\n    buf = torch.empty(8, device=dev)\n    for b in batches:\n"

@@ -25,6 +25,8 @@ class NewTensorOnDevice(Rule):
         - the call passes an accelerator `device=`;
         - `x` is a local variable whose assignment (the only one, or the last before the call) is a torch
           call with an accelerator `device=`, or `.cuda()` / `.to(<device>)`;
+        - `x` is `self.y` in a method, and every assignment of `self.y` in the class's methods is such a
+          construct (`self.y = torch.zeros(n, device=device)` in `__init__`);
         - `x`, as written (`input_ids`, `self.seq_lens`), matches a pattern in the `accelerator-tensors`
           setting of `[tool.h2dlint]` (fnmatch globs; `["*"]` treats every receiver as on the device).
         """
@@ -57,8 +59,20 @@ class NewTensorOnDevice(Rule):
         Valid(
             "import torch\n\ndef forward(data):\n    x = torch.zeros(3, device='cpu')\n    return x.new_tensor(data)\n"
         ),
+        Valid(
+            "import torch\n\nclass M:\n    def __init__(self, dev, host):\n        self.x = torch.zeros(3, device=dev)\n"
+            "        if host:\n            self.x = torch.zeros(3)\n\n"
+            "    def forward(self, data):\n        return self.x.new_tensor(data)\n"
+        ),
     )
     INVALID = (
+        Invalid(
+            "import torch\n\nclass M:\n    def __init__(self, dev):\n        self.lens = torch.zeros(3, device=dev)\n\n"
+            "    def forward(self, data):\n        return self.lens.new_tensor(data)\n",
+            line=8,
+            column=16,
+            reason="`M.forward` runs per step",
+        ),
         Invalid(
             "import torch\n\ndef forward(data, dev):\n    x = torch.zeros(3, device=dev)\n"
             "    return x.new_tensor(data)\n",
