@@ -196,8 +196,9 @@ def _shows_progress(args: argparse.Namespace) -> bool:
 
 def run_rule(args: argparse.Namespace) -> int:
     if args.code is None:
+        width = max(len(rule.name) for rule in ALL_RULES)
         for rule in ALL_RULES:
-            print(f"{rule.code}  {rule.name:<28} {rule.summary}")
+            print(f"{rule.code}  {rule.name:<{width}} {rule.summary}")
         return EXIT_CLEAN
     rule = RULES_BY_CODE.get(args.code.upper())
     if rule is None:

@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+from h2dlint.rules import ALL_RULES
+
 from conftest import HOT, HOT_104, PYTHON, REFERENCE, ROOT, write
 
 CLEAN = "import torch\n\ndef __init__(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
@@ -191,6 +193,9 @@ def test_rule_without_code_lists_rules(run_cli):
     assert code == 0
     listed = [line.split()[0] for line in out.splitlines()]
     assert listed == ["HTD101", "HTD102", "HTD103", "HTD104", "HTD105", "HTD106", "HTD107"]
+    # The summaries start in one column, however long a rule's name.
+    summaries = {line.index(rule.summary) for line, rule in zip(out.splitlines(), ALL_RULES)}
+    assert len(summaries) == 1
 
 
 def test_python_dash_m_runs_the_cli():
