@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
-from h2dlint.positions import line_break_of, line_starts
+from h2dlint.positions import line_break_of, line_starts, skip_trivia, span_of
 from h2dlint.summary import Edit, Span
 
 
-def helper_reference(tree: ast.Module, text: str, module: str, function: str) -> Tuple[str, Optional[Edit]]:
+def helper_reference(
+    tree: ast.Module, text: str, lines: Sequence[str], module: str, function: str
+) -> Tuple[str, Optional[Edit]]:
     """The expression that names `module.function` in this file, and the import edit it needs (if any)."""
     existing = _existing_reference(tree, module, function)
     if existing is not None:
         return existing, None
-    return function, _import_edit(tree, text, f"from {module} import {function}")
+    return function, _import_edit(tree, text, lines, f"from {module} import {function}")
 
 
 def _existing_reference(tree: ast.Module, module: str, function: str) -> Optional[str]:
@@ -30,19 +32,31 @@ def _existing_reference(tree: ast.Module, module: str, function: str) -> Optiona
     return None
 
 
-def _import_edit(tree: ast.Module, text: str, statement: str) -> Edit:
+def _import_edit(tree: ast.Module, text: str, lines: Sequence[str], statement: str) -> Edit:
     """Insert after the module's leading docstring, `from __future__` imports and other imports."""
     newline = line_break_of(text)
     anchor = _last_leading_statement(tree)
     if anchor is None:  # a fix implies a statement; comments above it stay above
         first = tree.body[0].lineno
         return Edit(Span(first, 1, first, 1), statement + newline)
-    row = anchor.end_lineno or anchor.lineno
+    row = _logical_line_end(tree, lines, anchor)
     starts = line_starts(text)
     if row < len(starts):
         return Edit(Span(row + 1, 1, row + 1, 1), statement + newline)
     end = len(text) - starts[row - 1] + 1  # the file ends without a line break
     return Edit(Span(row, end, row, end), newline + statement)
+
+
+def _logical_line_end(tree: ast.Module, lines: Sequence[str], statement: ast.stmt) -> int:
+    """The last row of the logical line that ends with `statement` or goes on after it: `import os; x = (1,`
+    continues on the next row, and so does a line ending with a backslash."""
+    following = iter(tree.body[tree.body.index(statement) + 1 :])
+    while True:
+        end = span_of(statement, lines)
+        _, _, line_break = skip_trivia(lines, end.end_row, end.end_column)
+        if line_break is not None:
+            return line_break
+        statement = next(following)  # code after `;` on the same logical line is the next statement
 
 
 def _last_leading_statement(tree: ast.Module) -> Optional[ast.stmt]:
