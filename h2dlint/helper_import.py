@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence, Tuple
+from functools import lru_cache
+from typing import AbstractSet, FrozenSet, Optional, Sequence, Tuple
 
 from h2dlint.positions import line_break_of, line_starts, skip_trivia, span_of
 from h2dlint.summary import Edit, Span
@@ -12,24 +13,53 @@ from h2dlint.summary import Edit, Span
 def helper_reference(
     tree: ast.Module, text: str, lines: Sequence[str], module: str, function: str
 ) -> Tuple[str, Optional[Edit]]:
-    """The expression that names `module.function` in this file, and the import edit it needs (if any)."""
-    existing = _existing_reference(tree, module, function)
+    """The expression that names `module.function` in this file, and the import edit it needs (if any).
+    A name the file also binds to something else (`h2d_tensor = None`, a parameter) would make the fixed
+    call call that instead, so such a name is neither reused nor added: the import takes a free alias."""
+    taken = _names_bound_elsewhere(tree, module)
+    existing = _existing_reference(tree, module, function, taken)
     if existing is not None:
         return existing, None
-    return function, _import_edit(tree, text, lines, f"from {module} import {function}")
+    name = function
+    while name in taken:
+        name = "_" + name
+    alias = "" if name == function else f" as {name}"
+    return name, _import_edit(tree, text, lines, f"from {module} import {function}{alias}")
 
 
-def _existing_reference(tree: ast.Module, module: str, function: str) -> Optional[str]:
+def _existing_reference(tree: ast.Module, module: str, function: str, taken: AbstractSet[str]) -> Optional[str]:
     for statement in tree.body:  # only module-level imports are visible everywhere in the file
         if isinstance(statement, ast.ImportFrom) and statement.level == 0 and statement.module == module:
             for alias in statement.names:
-                if alias.name == function:
+                if alias.name == function and (alias.asname or function) not in taken:
                     return alias.asname or function
         if isinstance(statement, ast.Import):
             for alias in statement.names:
-                if alias.name == module:
+                if alias.name == module and (alias.asname or module.split(".")[0]) not in taken:
                     return f"{alias.asname or module}.{function}"
     return None
+
+
+@lru_cache(maxsize=2)  # asked once per fix, with the same tree: a file with thousands of fixes walks it once
+def _names_bound_elsewhere(tree: ast.Module, module: str) -> FrozenSet[str]:
+    """Every name the file binds, in any scope, other than by importing from the helper's `module`."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        elif isinstance(node, ast.Import):
+            bound.update(a.asname or a.name.split(".")[0] for a in node.names if a.name != module)
+        elif isinstance(node, ast.ImportFrom) and not (node.level == 0 and node.module == module):
+            bound.update(a.asname or a.name for a in node.names)
+    return frozenset(bound)
 
 
 def _import_edit(tree: ast.Module, text: str, lines: Sequence[str], statement: str) -> Edit:
