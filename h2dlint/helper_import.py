@@ -81,12 +81,17 @@ def _logical_line_end(tree: ast.Module, lines: Sequence[str], statement: ast.stm
     """The last row of the logical line that ends with `statement` or goes on after it: `import os; x = (1,`
     continues on the next row, and so does a line ending with a backslash."""
     following = iter(tree.body[tree.body.index(statement) + 1 :])
+    end = span_of(statement, lines)
+    row, column = end.end_row, end.end_column
     while True:
-        end = span_of(statement, lines)
-        _, _, line_break = skip_trivia(lines, end.end_row, end.end_column)
+        row, column, line_break = skip_trivia(lines, row, column)
         if line_break is not None:
             return line_break
-        statement = next(following)  # code after `;` on the same logical line is the next statement
+        if lines[row - 1][column - 1] == ";":
+            column += 1
+        else:  # code after `;` on the same logical line: the next statement
+            end = span_of(next(following), lines)
+            row, column = end.end_row, end.end_column
 
 
 def _last_leading_statement(tree: ast.Module) -> Optional[ast.stmt]:
