@@ -13,7 +13,7 @@ from typing import Iterable, List, Sequence, Set
 
 from h2dlint.analyzer import Diagnostic
 from h2dlint.autofix import fix_source
-from h2dlint.positions import source_lines
+from h2dlint.positions import lines_with_endings, source_lines
 from h2dlint.settings import Settings
 
 
@@ -84,3 +84,30 @@ def helper_shadowing_problems(before: str, after: str, helper_module: str = "h2d
 
 def _calls(name: str, text: str) -> int:
     return len(re.findall(rf"(?<![\w.]){re.escape(name)}\(", text))
+
+
+def import_placement_problems(before: str, after: str, helper_module: str = "h2dlint.runtime") -> List[str]:
+    """An import of the helper that the fix added runs before any other code: only the docstring, imports and
+    statements sharing their logical lines (after `;`) come before it."""
+    added = after.count(f"from {helper_module} import ") - before.count(f"from {helper_module} import ")
+    if added <= 0:
+        return []
+    lines = lines_with_endings(after)
+    body = ast.parse(after).body
+    for index, statement in enumerate(body):
+        if isinstance(statement, ast.ImportFrom) and statement.module == helper_module:
+            return []  # the first helper import: everything before it was allowed
+        leading = isinstance(statement, (ast.Import, ast.ImportFrom)) or (
+            index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+        if not leading and not (index and _same_logical_line(lines, body[index - 1], statement)):
+            return [f"the helper's import comes after code at row {statement.lineno}, which may run first"]
+    return []
+
+
+def _same_logical_line(lines: List[str], first: ast.stmt, second: ast.stmt) -> bool:
+    """Only blanks, backslash continuations and a `;` between the end of `first` and the start of `second`."""
+    data = "".join(lines[first.end_lineno - 1 : second.lineno]).encode("utf-8")
+    start = first.end_col_offset
+    end = len("".join(lines[first.end_lineno - 1 : second.lineno - 1]).encode("utf-8")) + second.col_offset
+    between = re.sub(r"\\(\r\n|\r|\n)", "", data[start:end].decode("utf-8"))
+    return ";" in between and not re.search(r"[\r\n#]", between)

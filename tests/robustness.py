@@ -4,8 +4,8 @@
 - The checker (`check_source`), the fixer (`fix_source`) and the flake8 plugin (fed as flake8 feeds it) never
   raise on a program Python parses, and on one it does not parse they fail with a one-line `SourceError`.
 - Fixed code parses (compiles, when the original did), a second fix changes nothing, nothing fixable is left,
-  lines outside the flagged constructs are kept, and the helper the fix calls is not shadowed
-  (`fix_invariants`).
+  lines outside the flagged constructs are kept, the helper the fix calls is not shadowed, and its added
+  import runs before any other code (`fix_invariants`).
 - `--add-noqa`'s edit leaves code that parses and reports nothing.
 - The command line on the program stored as a file (`COMMANDS`: check, `--diff`, `--fix` twice, `--add-noqa`,
   check) exits 0 or 1 and prints no traceback or internal error; the second `--fix` leaves the file's bytes
@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
 from fix_invariants import (
-    fixable_left_problems, helper_shadowing_problems, idempotence_problems, kept_line_problems, parse_problems,
+    fixable_left_problems, helper_shadowing_problems, idempotence_problems, import_placement_problems,
+    kept_line_problems, parse_problems,
 )
 from fuzz_programs import Program
 from h2dlint.analyzer import Diagnostic, check_source
@@ -36,7 +37,7 @@ from h2dlint.noqa import add_noqa
 from h2dlint.settings import Settings
 
 KINDS = ("crash", "bad-error", "not-parsing", "not-idempotent", "fixable-left", "lines-changed", "shadowed-helper",
-         "noqa", "flake8", "cli")
+         "import-placement", "noqa", "flake8", "cli")
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ def fixer_problems(program: Program, settings: Settings, diagnostics: List[Diagn
     found += [Problem("fixable-left", p) for p in fixable_left_problems(remaining)]
     found += [Problem("lines-changed", p) for p in kept_line_problems(text, fixed, diagnostics)]
     found += [Problem("shadowed-helper", p) for p in helper_shadowing_problems(text, fixed)]
+    found += [Problem("import-placement", p) for p in import_placement_problems(text, fixed)]
     return found, count
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from conftest import FIXTURES
 from fix_invariants import (
-    fixable_left_problems, helper_shadowing_problems, idempotence_problems, kept_line_problems,
+    fixable_left_problems, helper_shadowing_problems, idempotence_problems, import_placement_problems,
+    kept_line_problems,
 )
 from h2dlint.analyzer import check_source
 from h2dlint.autofix import fix_source
@@ -59,6 +60,7 @@ def test_fix_changes_only_flagged_lines_and_the_import(case):
     assert kept_line_problems(before, after, check_source(before, Settings())) == []
     assert fixable_left_problems(remaining) == []
     assert helper_shadowing_problems(before, after) == []
+    assert import_placement_problems(before, after) == []
 
 
 def test_every_fixable_form_has_a_fixture():
