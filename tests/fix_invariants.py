@@ -21,7 +21,7 @@ def parse_problems(fixed: str, original_compiles: bool) -> List[str]:
     """Fixed code parses, and compiles whenever the original did."""
     try:
         if original_compiles:
-            compile(fixed, "<fixed>", "exec")
+            compile(fixed, "<fixed>", "exec", dont_inherit=True)
         else:
             ast.parse(fixed)
     except (SyntaxError, ValueError) as error:

@@ -1,15 +1,16 @@
 """The properties every program must satisfy on every face of h2dlint, shared by `tests/test_fuzz.py` and
 `benchmarks/fuzz.py`.
 
-- The checker (`check_source`), the fixer (`fix_source`) and the flake8 plugin (fed as flake8 feeds it) never
-  raise on a program Python parses, and on one it does not parse they fail with a one-line `SourceError`.
+- The checker (`check_source`) and the flake8 plugin (fed as flake8 feeds it) never raise on a program Python
+  parses, nor the fixer (`fix_source`) on one Python compiles; otherwise they fail with a one-line
+  `SourceError`.
 - Fixed code parses (compiles, when the original did), a second fix changes nothing, nothing fixable is left,
   lines outside the flagged constructs are kept, the helper the fix calls is not shadowed, and its added
   import runs before any other code (`fix_invariants`).
 - `--add-noqa`'s edit leaves code that parses and reports nothing.
 - The command line on the program stored as a file (`COMMANDS`: check, `--diff`, `--fix` twice, `--add-noqa`,
   check) exits 0 or 1 and prints no traceback or internal error; the second `--fix` leaves the file's bytes
-  as they were, and after `--add-noqa` a program that parses passes.
+  as they were, and after `--add-noqa` a file that can be checked passes.
 
 Each check returns `Problem`s instead of raising, so that a long run can count them by kind.
 """
@@ -62,11 +63,11 @@ def _parses(text: str, mode: Callable[[str], object]) -> bool:
     return True
 
 
-def _expected_failure(face: str, error: BaseException, parses: bool) -> Optional[Problem]:
-    """A `SourceError` for a program Python cannot parse is the documented outcome, if its reason is one line."""
+def _expected_failure(face: str, error: BaseException, valid: bool) -> Optional[Problem]:
+    """A `SourceError` for a program that is not `valid` is the documented outcome, if its reason is one line."""
     from h2dlint.sources import SourceError
 
-    if not isinstance(error, SourceError) or parses:
+    if not isinstance(error, SourceError) or valid:
         return _crash(face, error)
     if not str(error) or "\n" in str(error) or "\r" in str(error):
         return Problem("bad-error", f"{face}: the reason is not one line: {str(error)!r}")
@@ -86,15 +87,15 @@ def fixer_problems(program: Program, settings: Settings, diagnostics: List[Diagn
     """The problems of fixing `program`, and the number of fixes made."""
     text = program.text
     parses = _parses(text, ast.parse)
+    compiles = parses and _parses(text, lambda t: compile(t, "<original>", "exec", dont_inherit=True))
     try:
         fixed, count, remaining = fix_source(text, settings)
-    except Exception as error:
-        problem = _expected_failure("fix_source", error, parses)
+    except Exception as error:  # the fixer may refuse code that Python parses but does not compile
+        problem = _expected_failure("fix_source", error, compiles)
         return ([problem] if problem else []), 0
     if not parses:  # nothing could match (no torch, no rule's trigger words), so nothing was parsed
         unchanged = (fixed, count) == (text, 0)
         return ([] if unchanged else [Problem("not-parsing", "a program that does not parse was fixed")]), count
-    compiles = _parses(text, lambda t: compile(t, "<original>", "exec"))
     found = [Problem("not-parsing", p) for p in parse_problems(fixed, compiles)]
     if found:
         return found, count
@@ -132,10 +133,12 @@ def _flake8_options() -> argparse.Namespace:
 def flake8_problems(path: str, settings: Settings) -> List[Problem]:
     """Run the plugin on `path` as flake8 does: its own `FileProcessor` reads the lines (BOM stripped,
     universal newlines), and tree plugins run only when those lines parse (otherwise flake8 reports E999).
-    Its findings must be those of `check_source` on the same text, and none may be HTD001 (not analysed)."""
+    It must report what the core reports on those lines or, for a file the CLI cannot read (say, a coding
+    cookie naming an unknown encoding, which flake8 reads as latin-1), one HTD001 with the CLI's reason."""
     from flake8.processor import FileProcessor
 
-    from h2dlint.flake8_plugin import Flake8Checker
+    from h2dlint.analyzer import check_file
+    from h2dlint.flake8_plugin import NOT_ANALYSED, Flake8Checker
 
     processor = FileProcessor(path, _flake8_options())
     try:
@@ -143,25 +146,29 @@ def flake8_problems(path: str, settings: Settings) -> List[Problem]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     try:
-        findings = list(Flake8Checker(tree, processor.lines, path).run())
+        findings = [finding[:3] for finding in Flake8Checker(tree, processor.lines, path).run()]
     except Exception as error:
         return [_crash("Flake8Checker.run", error)]
     expected = [(d.span.row, d.span.column - 1, f"{d.code} {d.message}") for d in
                 check_source("".join(processor.lines), settings)]
-    if [f[:3] for f in findings] != expected:
-        return [Problem("flake8", f"plugin reported {[f[:3] for f in findings]}, the core {expected}")]
+    unreadable = check_file(path, settings).error
+    refused = [(1, 0, f"{NOT_ANALYSED} h2dlint could not analyse this file: {unreadable}")] if unreadable else None
+    if findings not in (expected, refused):
+        return [Problem("flake8", f"plugin reported {findings}, the core {expected}")]
     return []
 
 
 COMMANDS = (["check"], ["check", "--diff"], ["check", "--fix"], ["check", "--fix"], ["check", "--add-noqa"], ["check"])
 
 
-def cli_problems(folder: str, parses: bool) -> List[Problem]:
+def cli_problems(folder: str) -> List[Problem]:
     """In this process: `h2dlint check`, `--diff`, `--fix` twice (the second changes no byte), `--add-noqa`,
-    and `check` again, which then passes if the program parses. Each exits 0 or 1 and prints no traceback."""
+    and `check` again, which then passes if the file can be checked. Each exits 0 or 1, with no traceback."""
+    from h2dlint.analyzer import check_file
     from h2dlint.cli import main
 
     path = os.path.join(folder, "program.py")
+    readable = check_file(path, Settings()).error is None
     found, codes, contents = [], [], []
     for args in COMMANDS:
         contents.append(_read(path))
@@ -175,7 +182,7 @@ def cli_problems(folder: str, parses: bool) -> List[Problem]:
             found.append(Problem("cli", f"`h2dlint {' '.join(args)}` exited {codes[-1]}: {err.getvalue()!r}"))
     if contents[3] != contents[4]:
         found.append(Problem("not-idempotent", "a second `h2dlint check --fix` changed the file"))
-    if parses and codes[-1] != 0:
+    if readable and codes[-1] != 0:
         found.append(Problem("noqa", "`h2dlint check` still fails after `--fix` and `--add-noqa`"))
     return found
 
@@ -203,5 +210,5 @@ def check_program(program: Program, with_cli: bool = False, settings: Settings =
             handle.write(program.data)
         found += flake8_problems(path, settings)
         if with_cli:
-            found += cli_problems(folder, _parses(program.text, ast.parse))
+            found += cli_problems(folder)
     return Checked(found, len(diagnostics), fixes)
