@@ -76,7 +76,8 @@ def looks_like_dtype(expr: ast.expr, names: NameResolver) -> bool:
 
 def has_empty_literal_data(call: ast.Call) -> bool:
     """`torch.tensor([], ...)`: empty data never reaches the copy, so nothing syncs."""
-    data = positional_args(call)[0] if call.args else keyword_value(call, "data")
+    positional = positional_args(call)  # none before a `*args`, whose data cannot be seen
+    data = positional[0] if positional else keyword_value(call, "data")
     return isinstance(data, (ast.List, ast.Tuple)) and not data.elts
 
 

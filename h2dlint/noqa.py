@@ -7,7 +7,6 @@ of its call. Every face (CLI, flake8) decides suppression with `NoqaComments.sup
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -53,7 +52,7 @@ def _joined_ranges(lines: Sequence[str]) -> List[Tuple[int, int]]:
     ranges: List[Tuple[int, int]] = []
     start, end = None, None
     try:
-        for token in tokenize.generate_tokens(io.StringIO("".join(_with_ends(lines))).readline):
+        for token in tokenize.generate_tokens(iter(_with_ends(lines)).__next__):
             if token.type in (tokenize.ENDMARKER, tokenize.DEDENT):
                 continue
             start = token.start[0] if start is None else min(start, token.start[0])
@@ -68,8 +67,11 @@ def _joined_ranges(lines: Sequence[str]) -> List[Tuple[int, int]]:
 
 
 def _with_ends(lines: Sequence[str]) -> Iterable[str]:
+    """The lines as tokenize reads them: one per row as Python counts rows, each ending with "\n". Joined and
+    split again by `readline`, a lone "\r" would not end a row, and a backslash before it would not be seen
+    as a continuation."""
     for line in lines:
-        yield line if line.endswith(("\n", "\r")) else line + "\n"
+        yield line.rstrip("\r\n") + "\n"
 
 
 def _noqa_row(row: int, ranges: Sequence[Tuple[int, int]]) -> int:

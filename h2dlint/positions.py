@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from functools import lru_cache
-from typing import List, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from h2dlint.summary import Span
 
@@ -78,3 +78,22 @@ def span_of(node: ast.AST, lines: Sequence[str]) -> Span:
     column = char_column(lines, row, node.col_offset)  # type: ignore[attr-defined]
     end_column = char_column(lines, end_row, node.end_col_offset)  # type: ignore[attr-defined]
     return Span(row, column + 1, end_row, end_column + 1)
+
+
+def skip_trivia(lines: Sequence[str], row: int, column: int) -> Tuple[int, int, Optional[int]]:
+    """From 1-based (`row`, `column`), pass blanks, comments, backslash continuations and line breaks: returns
+    where the next code starts (past the last row at the end of the text), and the row of the first line
+    break passed that is not a continuation (None when none): outside brackets, the end of a logical line."""
+    first_break = None
+    while row <= len(lines):
+        line = lines[row - 1]
+        while column <= len(line) and line[column - 1] in " \t\f":
+            column += 1
+        if column == len(line) and line[-1] == "\\":  # only a continuation can end a line with a backslash
+            row, column = row + 1, 1
+        elif column > len(line) or line[column - 1] == "#":
+            first_break = row if first_break is None else first_break
+            row, column = row + 1, 1
+        else:
+            return row, column, first_break
+    return row, 1, first_break

@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Tuple, Union
 from h2dlint.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.constructs import DATA_CONSTRUCTORS
 from h2dlint.helper_import import helper_reference
-from h2dlint.positions import source_segment, span_of
+from h2dlint.positions import skip_trivia, source_segment, span_of
 from h2dlint.scopes import NameResolver
 from h2dlint.summary import Edit, Fix, Span
 
@@ -131,14 +131,17 @@ def _names_a_device(expr: Optional[ast.expr], names: NameResolver) -> bool:
 
 
 def plan_fix(rewrite: Rewrite, tree: ast.Module, text: str, lines: Sequence[str], helper_module: str) -> Fix:
-    reference, import_edit = helper_reference(tree, text, helper_module, rewrite.helper)
+    reference, import_edit = helper_reference(tree, text, lines, helper_module, rewrite.helper)
     edits = [Edit(span_of(rewrite.constructor.func, lines), reference)]
     if rewrite.device is not None:
-        edits.append(_insert_after(_last_argument(rewrite.constructor), lines, f", device={_source(rewrite.device, text)}"))
+        call = span_of(rewrite.constructor, lines)
+        closing = (call.end_row, call.end_column - 1)  # the call's own `)`
+        argument_end = _past_parentheses(lines, _last_argument(rewrite.constructor), closing)
+        edits.append(Edit(Span(*argument_end, *argument_end), f", device={_source(rewrite.device, text)}"))
     if rewrite.absorbed is not None:
-        constructor_end, call_end = span_of(rewrite.constructor, lines), span_of(rewrite.absorbed, lines)
-        edits.append(Edit(Span(constructor_end.end_row, constructor_end.end_column, call_end.end_row,
-                               call_end.end_column), ""))
+        call_end = span_of(rewrite.absorbed, lines)
+        constructor_end = _past_parentheses(lines, rewrite.constructor, (call_end.end_row, call_end.end_column))
+        edits.append(Edit(Span(*constructor_end, call_end.end_row, call_end.end_column), ""))
     if import_edit is not None:
         edits.append(import_edit)
     return Fix(f"Replace with `{reference}(...)`, which copies from pinned memory without blocking", tuple(edits))
@@ -148,9 +151,16 @@ def _last_argument(call: ast.Call) -> ast.AST:
     return max([*call.args, *call.keywords], key=lambda node: (node.end_lineno, node.end_col_offset))
 
 
-def _insert_after(node: ast.AST, lines: Sequence[str], content: str) -> Edit:
-    end = span_of(node, lines)
-    return Edit(Span(end.end_row, end.end_column, end.end_row, end.end_column), content)
+def _past_parentheses(lines: Sequence[str], node: ast.AST, stop: Tuple[int, int]) -> Tuple[int, int]:
+    """Where `node` ends with the parentheses around it, which its span leaves out: `(ids)` as an argument,
+    `(torch.tensor(ids)).to(...)`. Only `)` closing them, blanks and comments lie between, before `stop`."""
+    span = span_of(node, lines)
+    end = (span.end_row, span.end_column)
+    while True:
+        row, column, _ = skip_trivia(lines, *end)
+        if (row, column) >= stop or lines[row - 1][column - 1] != ")":
+            return end
+        end = (row, column + 1)
 
 
 def _source(value: Union[ast.expr, str], text: str) -> str:

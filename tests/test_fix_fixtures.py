@@ -13,6 +13,10 @@ import os
 import pytest
 
 from conftest import FIXTURES
+from fix_invariants import (
+    fixable_left_problems, helper_shadowing_problems, idempotence_problems, import_placement_problems,
+    kept_line_problems,
+)
 from h2dlint.analyzer import check_source
 from h2dlint.autofix import fix_source
 from h2dlint.settings import Settings
@@ -46,21 +50,17 @@ def test_fix_gives_the_expected_output(case):
 @pytest.mark.parametrize("case", CASES, ids=_name)
 def test_fix_is_idempotent(case):
     once, _, _ = fix_source(case.read_text(encoding="utf-8"), Settings())
-    twice, count, _ = fix_source(once, Settings())
-    assert (twice, count) == (once, 0)
+    assert idempotence_problems(once, Settings()) == []
 
 
 @pytest.mark.parametrize("case", CASES, ids=_name)
 def test_fix_changes_only_flagged_lines_and_the_import(case):
-    before = case.read_text(encoding="utf-8").splitlines()
-    after = fix_source("\n".join(before) + "\n", Settings())[0].splitlines()
-    flagged = set()
-    for d in check_source("\n".join(before) + "\n", Settings()):
-        if d.fix is not None:
-            flagged.update(range(d.span.row, d.span.end_row + 1))
-    kept = [line for row, line in enumerate(before, 1) if row not in flagged]
-    unchanged_after = [line for line in after if line in kept]
-    assert unchanged_after == kept  # every line outside the flagged calls survives, in order
+    before = case.read_text(encoding="utf-8")
+    after, _, remaining = fix_source(before, Settings())
+    assert kept_line_problems(before, after, check_source(before, Settings())) == []
+    assert fixable_left_problems(remaining) == []
+    assert helper_shadowing_problems(before, after) == []
+    assert import_placement_problems(before, after) == []
 
 
 def test_every_fixable_form_has_a_fixture():
