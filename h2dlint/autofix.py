@@ -96,7 +96,7 @@ def fix_source(
         if not fixes:
             return text, fixed, diagnostics
         new_text, applied = apply_fixes(text, fixes)
-        _require_valid_python(new_text)
+        _require_compiles(new_text, before=text)
         text, fixed = new_text, fixed + applied
     return text, fixed, check(text)
 
@@ -166,15 +166,28 @@ def _overlaps(a: _Edit, b: _Edit) -> bool:
     return a[0] < b[1] and b[0] < a[1] or (a[0] == a[1] == b[0] == b[1])
 
 
-def _require_valid_python(text: str) -> None:
-    """The whole compiler, not only the parser: it also rejects what only the symbol table sees."""
+def _require_compiles(fixed: str, before: str) -> None:
+    """The whole compiler, not only the parser (it also rejects what only the symbol table sees): a fixed text
+    that does not compile is never written. Saying why takes compiling the original too, only then."""
+    problem = _compile_error(fixed)
+    if problem is None:
+        return
+    original_problem = _compile_error(before)
+    if original_problem is not None:
+        raise SourceError(f"Python does not compile this file ({original_problem}); not fixed")
+    raise SourceError(f"internal error: the fix would not compile ({problem}); not written, please report it")
+
+
+def _compile_error(text: str) -> Optional[str]:
     try:
         compile(text, "<fixed>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as error:  # a bug in a fix, or code Python never compiled; never write it
-        reason = error.msg if isinstance(error, SyntaxError) else str(error)
-        raise SourceError(f"the fixed text would not compile ({reason}); not written") from None
+    except SyntaxError as error:
+        return error.msg
+    except ValueError as error:
+        return str(error)
     except (RecursionError, MemoryError):
-        raise SourceError("the fixed text is too deeply nested for Python's compiler; not written") from None
+        return "too deeply nested for Python's compiler"
+    return None
 
 
 def _remove_quietly(path: str) -> None:

@@ -212,5 +212,5 @@ def test_a_fix_whose_file_would_not_compile_is_reported_not_written(tmp_path, ru
     path = tmp_path / "model.py"
     path.write_text(HOT + "return 5\n", encoding="utf-8")
     code, _, err = run_cli("check", "--fix", "--no-cache", str(path))
-    assert (code, err) == (1, f"{path}: error: the fixed text would not compile ('return' outside function); not written\n")
+    assert (code, err) == (1, f"{path}: error: Python does not compile this file ('return' outside function); not fixed\n")
     assert path.read_text(encoding="utf-8") == HOT + "return 5\n"

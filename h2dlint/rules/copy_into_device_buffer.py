@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-from typing import List, Optional
+from typing import Optional
 
 from h2dlint.arguments import is_constant, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.constructs import host_built_tensor, on_accelerator
