@@ -6,11 +6,13 @@
 Issue 7 asks that `--fix` over a whole real tree leaves every changed file compiling, that a second run changes
 nothing, and that `git diff` touches only flagged expressions and imports. For each `NAME=PATH` this script:
 
-1. copies the tree into a scratch folder (`--scratch DIR` keeps it as `DIR/NAME` for inspection; by default a
+1. copies the tree into a scratch folder (`--scratch DIR` keeps it as `DIR/NAME/<tree folder>` for inspection; by default a
    temporary folder, removed afterwards) and commits it to a fresh git repository there. Only the files h2dlint
    reads are copied (`*.py`, `.gitignore`, `pyproject.toml`): the others cannot change what it finds, and
    vllm's compiled kernels alone weigh 800 MB. The original tree is only read;
-2. records every finding and the edits of its fix: `h2dlint check --output-format json --no-cache`;
+2. records every finding and the edits of its fix: `h2dlint check --output-format json --no-cache`, and checks
+   that the copy gives as many findings as the original tree (the copy keeps the tree's folder name, since module
+   names, and so the links between files, come from it);
 3. runs `h2dlint check --fix --no-cache` (its time and peak RSS are reported) and checks:
    - every changed file (`git diff --name-only`) that compiled before still compiles (`compile(..., "exec")`);
      unchanged files are byte-identical, so they trivially still do. No file appears or disappears (a left
@@ -99,6 +101,7 @@ class TreeReport:
     files: int = 0
     files_with_findings: int = 0
     findings: int = 0
+    findings_in_original: int = 0  # the copy must find what a check of the original tree finds
     fixable: int = 0
     fixed: int = 0
     left: int = 0
@@ -119,7 +122,7 @@ class TreeReport:
     @property
     def failures(self) -> int:
         return (len(self.not_compiling) + len(self.stray_files) + len(self.second_run_changes)
-                + self.lines_outside + len(self.crashes))
+                + self.lines_outside + len(self.crashes) + (self.findings != self.findings_in_original))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -132,7 +135,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with tempfile.TemporaryDirectory(prefix="h2dlint-fix-trees-") as temporary:
         scratch = args.scratch or temporary
         for name, source in trees:
-            target = os.path.abspath(os.path.join(scratch, name))
+            # The copy keeps the tree's own folder name: module names, and so links between files, come from it.
+            target = os.path.abspath(os.path.join(scratch, name, os.path.basename(os.path.normpath(source))))
             if os.path.lexists(target):
                 parser.error(f"{target} exists; remove it or choose another --scratch")
             reports.append(fix_tree(name, source, target, args.jobs))
@@ -153,6 +157,8 @@ def fix_tree(name: str, source: str, tree: str, jobs: Optional[int]) -> TreeRepo
         report.files = sum(c.error is None for c in discover([tree], (), excluded_by_config))
     check = run_h2dlint(tree, jobs, "--output-format", "json")
     findings = read_findings(check, report)
+    original = run_h2dlint(os.path.abspath(source), jobs, "--output-format", "json")
+    report.findings_in_original = len(json.loads(original.stdout)) if original.returncode in (0, 1) else -1
     edits = edits_by_file(findings, tree)  # offsets in the original text: read before the fix
     report.recorded_edits = sum(len(set(e.regions)) for e in edits.values())
     fix = run_h2dlint(tree, jobs, "--fix")
@@ -421,7 +427,8 @@ def classify_stderr(run: Run) -> Tuple[List[str], List[str]]:
 
 COLUMNS = (
     ("tree", lambda r: r.name), ("files", lambda r: r.files), ("files with findings", lambda r: r.files_with_findings),
-    ("findings", lambda r: r.findings), ("fixable", lambda r: r.fixable), ("fixed", lambda r: r.fixed),
+    ("findings", lambda r: r.findings), ("in the original", lambda r: r.findings_in_original),
+    ("fixable", lambda r: r.fixable), ("fixed", lambda r: r.fixed),
     ("left", lambda r: r.left), ("files changed", lambda r: r.files_changed),
     ("not compiling", lambda r: len(r.not_compiling)), ("stray files", lambda r: len(r.stray_files)),
     ("second-run changes", lambda r: len(r.second_run_changes)),
@@ -445,6 +452,9 @@ def render_failures(report: TreeReport) -> str:
         ("changed by a second run", report.second_run_changes),
         ("hunks outside the recorded fix edits", report.outside_hunks),
         ("crashes", report.crashes),
+        ("the copy's findings differ from the original tree's", [f"{report.findings} in the copy, "
+                                                                 f"{report.findings_in_original} in the original"]
+         if report.findings != report.findings_in_original else []),
         ("changed although they did not compile before (not a failure)", report.changed_not_compiling_before),
         ("file errors (documented one-line errors, not a failure)", report.file_errors),
     ]

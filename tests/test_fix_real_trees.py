@@ -67,7 +67,9 @@ def test_it_fixes_a_copy_and_finds_nothing_wrong(small_tree, tmp_path):
     assert report["failures"] == 0 and report["crashes"] == [] and report["not_compiling"] == []
     assert [line.split(": error: ")[0].endswith("broken.py") for line in report["file_errors"]] == [True]
     assert _snapshot(small_tree) == original  # the tree itself is only read
-    assert _findings(scratch / "small") == [f for f in _findings(scratch / "small") if f["fix"] is None]
+    assert report["findings_in_original"] == report["findings"]
+    copy = scratch / "small" / small_tree.name  # the tree's own folder name: module names come from it
+    assert _findings(copy) == [f for f in _findings(copy) if f["fix"] is None]
     assert "| small | " in done.stdout
 
 
