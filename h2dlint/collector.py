@@ -156,7 +156,7 @@ class _Collector:
         """A function's statements; those after an early return of a lazy build are one-time."""
         for index, statement in enumerate(body):
             self._visit(statement)
-            if _is_lazy_build_return(statement, body[index + 1 :]):
+            if _is_lazy_build_return(statement, body[:index], body[index + 1 :]):
                 self._one_time += 1
                 self._visit_all(body[index + 1 :])
                 self._one_time -= 1
@@ -631,15 +631,16 @@ def _grows_on_demand(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     )
 
 
-def _is_lazy_build_return(statement: ast.stmt, rest: Sequence[ast.stmt]) -> bool:
+def _is_lazy_build_return(statement: ast.stmt, before: Sequence[ast.stmt], rest: Sequence[ast.stmt]) -> bool:
     """`if layer._wrapper is not None: return ...` followed by code that sets `layer._wrapper`: what follows
-    runs once, on the first call."""
+    runs once, on the first call. The guard may read a local copied from the attribute just before
+    (`context = self._context` then `if context is not None: return context`)."""
     if not (isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return)):
         return False
     test = statement.test
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)):
         return False
-    guarded = _attribute_of_name(test.left)
+    guarded = _attribute_of_name(_copied_attribute(test.left, before))
     if guarded is None or not _is_none(test.comparators[0]):
         return False
     return any(
@@ -647,6 +648,19 @@ def _is_lazy_build_return(statement: ast.stmt, rest: Sequence[ast.stmt]) -> bool
         for later in rest
         for node in ast.walk(later)
     )
+
+
+def _copied_attribute(subject: ast.expr, before: Sequence[ast.stmt]) -> ast.expr:
+    """The attribute that the local `subject` was last assigned from in `before` (`x = layer._x`), if it was;
+    otherwise `subject` itself."""
+    if not isinstance(subject, ast.Name):
+        return subject
+    for statement in reversed(before):
+        if any(isinstance(node, ast.Name) and node.id == subject.id and isinstance(node.ctx, ast.Store)
+               for node in ast.walk(statement)):
+            simple = isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            return statement.value if simple and isinstance(statement.value, ast.Attribute) else subject
+    return subject
 
 
 def _attribute_of_name(target: ast.expr) -> Optional[Tuple[str, str]]:

@@ -394,6 +394,57 @@ def test_the_rest_of_a_lazy_build_after_its_early_return_is_one_time(tmp_path, r
     assert set(reported(out)) == {"lazy.py:11"}, out
 
 
+def test_a_lazy_build_guarded_through_a_local_copy_is_one_time(tmp_path, run_cli):
+    """vllm's `context = self.recoverssm_context` / `if context is not None: return context` / build / store."""
+    write_tree(
+        tmp_path,
+        {
+            "lazy.py": """
+                import torch
+
+                class Builder:
+                    def _context(self, n):
+                        context = self._context_cache
+                        if context is not None:
+                            return context
+                        context = torch.tensor([n], device="cuda")
+                        self._context_cache = context
+                        return context
+
+                    def forward(self, n):
+                        self._context(n)
+                        return torch.tensor([n], device="cuda")
+            """
+        },
+    )
+    _, out, _ = run_cli("check", str(tmp_path))
+    assert set(reported(out)) == {"lazy.py:14"}, out
+
+
+def test_a_local_rebound_after_copying_the_attribute_guards_nothing(tmp_path, run_cli):
+    """The guard must read the attribute's copy: `context = other()` in between makes it an ordinary check."""
+    write_tree(
+        tmp_path,
+        {
+            "lazy.py": """
+                import torch
+
+                class Builder:
+                    def forward(self, n):
+                        context = self._context_cache
+                        context = self.lookup(n)
+                        if context is not None:
+                            return context
+                        context = torch.tensor([n], device="cuda")
+                        self._context_cache = context
+                        return context
+            """
+        },
+    )
+    _, out, _ = run_cli("check", str(tmp_path))
+    assert set(reported(out)) == {"lazy.py:9"}, out
+
+
 def test_names_re_exported_by_a_star_import_resolve(tmp_path, run_cli):
     """sglang's `srt/utils/__init__.py` is `from sglang.srt.utils.common import *`."""
     root = write_tree(
