@@ -243,7 +243,7 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
         return Heat(False, f"`{_HERE}{qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
     if cls is not None and cls.marker == "cold":
         return Heat(False, f"class `{_HERE}{cls.qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
-    if settings.is_cold_name(function.name):
+    if settings.is_cold_name(function.name, _class_name(function)):
         return Heat(False, f"`{_HERE}{qualname}` runs once (one-time setup)", "one-time", module=module)
     if function.cache_decorator is not None:
         return Heat(False, f"`{_HERE}{qualname}` is cached by `@{function.cache_decorator}`", "cached", module=module)
@@ -251,6 +251,11 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
     if parent is not None:
         return _cold_heat(parent, summary, module, settings)
     return None
+
+
+def _class_name(function: FunctionInfo) -> Optional[str]:
+    """The name of the class a method is defined in (`Outer.Inner.m` -> `Inner`), None for other functions."""
+    return function.class_qualname.rsplit(".", 1)[-1] if function.class_qualname else None
 
 
 def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> Iterator[Tuple[Key, Heat]]:
@@ -263,7 +268,7 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> I
             elif cls is not None and cls.marker == "hot":
                 origin = f"class `{_HERE}{cls.qualname}` is marked `# h2dlint: hot`"
                 yield key, Heat(True, origin, "marked hot", module=module)
-            elif settings.is_hot_name(function.name):
+            elif settings.is_hot_name(function.name, _class_name(function)):
                 yield key, Heat(True, f"`{_HERE}{qualname}` runs per step", "per step", module=module)
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold:

@@ -15,7 +15,8 @@ from typing import Callable, Optional, Sequence, Tuple
 # Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
 # Tuned on the sglang and vllm runtimes (see benchmarks/engine_findings.py): the names their schedulers,
 # model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
-# Patterns are fnmatch globs, matched against the name with and without leading underscores.
+# Patterns are fnmatch globs, matched against the name with and without leading underscores; a pattern with a
+# dot (`*MetadataBuilder.build`) is matched against a method's class name and name instead.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
     "forward",
     "forward_*",  # forward_extend, forward_decode, _forward_impl
@@ -29,6 +30,10 @@ DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
     "prepare_lora_*",
     "*forward_metadata*",  # attention backends: init_forward_metadata, once per forward batch
     "build*metadata*",  # metadata builders: build_metadata, build_*_metadata
+    # vllm's attention metadata builders: the model runner calls `build` once per forward batch for each
+    # KV-cache group (and `build_for_drafting` per draft step); one-word names need their class to be hot.
+    "*MetadataBuilder.build",
+    "*MetadataBuilder.build_for_drafting",
     "plan_*",  # attention and kernel planning per batch: plan_sparse_prefill
     "*_plan",  # build_*_checkpoint_plan, attach_plan
     "*replay*",  # CUDA-graph replay: replay_prepare, update_for_replay (capture stays cold)
@@ -97,17 +102,30 @@ class Settings:
         object.__setattr__(self, "hot_functions", DEFAULT_HOT_FUNCTIONS + tuple(self.extend_hot_functions))
         object.__setattr__(self, "cold_functions", DEFAULT_COLD_FUNCTIONS + tuple(self.extend_cold_functions))
 
-    def is_hot_name(self, name: str) -> bool:
-        return _matches_any(name, self.hot_functions)
+    def is_hot_name(self, name: str, class_name: Optional[str] = None) -> bool:
+        """Whether a function `name` (a method of `class_name`, when given) has a per-step name."""
+        return _matches_any(name, class_name, self.hot_functions)
 
-    def is_cold_name(self, name: str) -> bool:
-        return _matches_any(name, self.cold_functions)
+    def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
+        return _matches_any(name, class_name, self.cold_functions)
 
 
-def _matches_any(name: str, patterns: Tuple[str, ...]) -> bool:
+def _matches_any(name: str, class_name: Optional[str], patterns: Tuple[str, ...]) -> bool:
     bare = name.lstrip("_") or name
-    matcher = _compiled(patterns)
-    return matcher(name) is not None or matcher(bare) is not None
+    plain, qualified = _split_patterns(patterns)
+    if plain(name) is not None or plain(bare) is not None:
+        return True
+    # Only dotted patterns see the class: `*decode*` must not make every method of `DecodeCache` hot.
+    return class_name is not None and any(qualified(f"{class_name}.{n}") is not None for n in (name, bare))
+
+
+@functools.lru_cache(maxsize=64)
+def _split_patterns(patterns: Tuple[str, ...]) -> Tuple[Callable[[str], Optional["re.Match[str]"]], ...]:
+    """Matchers for the plain patterns (against a name) and the dotted ones (against `Class.name`)."""
+    return (
+        _compiled(tuple(p for p in patterns if "." not in p)),
+        _compiled(tuple(p for p in patterns if "." in p)),
+    )
 
 
 @functools.lru_cache(maxsize=64)

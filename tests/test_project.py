@@ -445,6 +445,43 @@ def test_a_local_rebound_after_copying_the_attribute_guards_nothing(tmp_path, ru
     assert set(reported(out)) == {"lazy.py:9"}, out
 
 
+def test_attention_metadata_builders_build_per_forward_and_capture_stays_cold(tmp_path, run_cli):
+    """vllm's model runner calls `build` of each `*MetadataBuilder` once per forward batch, on a receiver whose
+    class is not known (`self.get_metadata_builder(i).build(...)`); capture builds once."""
+    write_tree(
+        tmp_path,
+        {
+            "backend.py": """
+                import torch
+
+                class FlashMetadataBuilder:
+                    def build(self, lens, device):
+                        return torch.tensor(lens, device=device)
+
+                    def build_for_cudagraph_capture(self, lens, device):
+                        return torch.tensor(lens, device=device)
+
+                class DecodeTable:
+                    def build(self, lens, device):
+                        return torch.tensor(lens, device=device)
+
+                def build(lens, device):
+                    return torch.tensor(lens, device=device)
+            """
+        },
+    )
+    _, out, _ = run_cli("check", str(tmp_path))
+    assert set(reported(out)) == {"backend.py:5"}, out
+    assert "`FlashMetadataBuilder.build` runs per step" in out
+
+
+def test_dotted_hot_names_match_the_class_and_plain_ones_only_the_name():
+    settings = Settings(extend_hot_functions=("Runner.go",))
+    assert settings.is_hot_name("go", "Runner") and not settings.is_hot_name("go", "Other")
+    assert not settings.is_hot_name("go") and not settings.is_hot_name("init", "DecodeCache")
+    assert settings.is_hot_name("build", "_PagedMetadataBuilder")
+
+
 def test_names_re_exported_by_a_star_import_resolve(tmp_path, run_cli):
     """sglang's `srt/utils/__init__.py` is `from sglang.srt.utils.common import *`."""
     root = write_tree(
