@@ -29,10 +29,10 @@ from h2dlint.config import (
 )
 from h2dlint.explain import explain_line, parse_location, project_folder
 from h2dlint.output import FORMATS, count_findings, render, render_errors, render_statistics
+from h2dlint.positions import source_lines
 from h2dlint.project import analyse_paths, check_paths, fix_paths
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
 from h2dlint.settings import Settings, UsageError
-from h2dlint.positions import source_lines
 from h2dlint.sources import SourceError, read_bytes, read_source
 from h2dlint.terminal import is_terminal, wants_colour, with_progress
 

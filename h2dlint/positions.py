@@ -58,15 +58,17 @@ def source_segment(text: str, node: ast.AST) -> str:
 def _offset(text: str, row: int, byte_column: int) -> int:
     starts = line_starts(text)
     line = text[starts[row - 1] : starts[row] if row < len(starts) else len(text)]
-    column = byte_column if line.isascii() else len(line.encode("utf-8")[:byte_column].decode("utf-8", "replace"))
-    return starts[row - 1] + column
+    return starts[row - 1] + _characters_before(line, byte_column)
 
 
 def char_column(lines: Sequence[str], row: int, byte_offset: int) -> int:
     """The 0-based character column of a UTF-8 byte offset on 1-based row `row`."""
     if row > len(lines):
         return byte_offset
-    line = lines[row - 1]
+    return _characters_before(lines[row - 1], byte_offset)
+
+
+def _characters_before(line: str, byte_offset: int) -> int:
     if line.isascii():
         return byte_offset
     return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
