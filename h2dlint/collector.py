@@ -32,6 +32,10 @@ _GRAPH_CAPTURE = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 # Decorators that run a function's body once per distinct argument: a build cached this way is one-time.
 _CACHE_DECORATORS = frozenset({"cache", "lru_cache", "cached_property", "cached"})
 
+# Registrations of a function as a torch custom op, by the registering decorator's or function's name:
+# `@torch.library.custom_op`, sglang's `@register_custom_op`, vllm's `direct_register_custom_op(op_func=f)`.
+_CUSTOM_OP_REGISTRATION = re.compile(r"(custom_op|^(direct_)?register(_\w+)?_op)$")
+
 _Scope = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 
@@ -79,11 +83,13 @@ class _Collector:
         self._captures: List[int] = []  # the lines of the enclosing `with torch.cuda.graph(...)` blocks
         self._one_time = 0  # how many cached-build guards (`if self._x is None:`) enclose the current node
         self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
+        self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
 
     def run(self, module: ast.Module) -> None:
         self._names.push(module_bindings(module, self._walrus) if self._rules else Bindings())
         self._frames.append(_Frame("module", ""))
         self._visit_all(module.body)
+        self._mark_custom_ops()
 
     # --- the walk -----------------------------------------------------------------------------------------
 
@@ -139,6 +145,7 @@ class _Collector:
             cache_decorator=_cache_decorator(node.decorator_list),
             end_line=node.end_lineno or node.lineno,
             returns=_written_type(node.returns) if node.returns is not None else None,
+            custom_op=_custom_op_decorator(node.decorator_list),
         )
         bindings = function_bindings(node, self._walrus)
         method_of = enclosing.qualname if enclosing.kind == "class" else None
@@ -318,6 +325,7 @@ class _Collector:
 
     def _visit_call(self, node: ast.Call) -> None:
         self._record_call_ref(node)
+        self._record_custom_op_registration(node)
         for rule in self._rules:
             found = rule.match(node, self._names)
             if found is not None:
@@ -384,6 +392,23 @@ class _Collector:
             receiver=_receiver(node.func, frame.types) if kind in ("attr", "method") else None,
         )
         self.summary.calls.append(call)
+
+    def _record_custom_op_registration(self, node: ast.Call) -> None:
+        registered = _registered_op_function(node)
+        if registered is not None:
+            how = f"`{ast.unparse(node.func)}(...)` at line {node.lineno}"
+            self._registered_ops.append((self._owner(), registered, how))
+
+    def _mark_custom_ops(self) -> None:
+        """Mark the functions registered by calls (`direct_register_custom_op(op_func=f)`) as custom ops: `f`
+        nested in the registering function, or else defined at module level."""
+        functions = self.summary.functions
+        for owner, name, how in self._registered_ops:
+            nested = functions.get(f"{owner}.<locals>.{name}")
+            top = functions.get(name)
+            function = nested or (top if top is not None and top.class_qualname is None else None)
+            if function is not None and function.custom_op is None:
+                function.custom_op = how
 
     # --- positions ----------------------------------------------------------------------------------------
 
@@ -634,32 +659,54 @@ def _grows_on_demand(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
 def _is_lazy_build_return(statement: ast.stmt, before: Sequence[ast.stmt], rest: Sequence[ast.stmt]) -> bool:
     """`if layer._wrapper is not None: return ...` followed by code that sets `layer._wrapper`: what follows
     runs once, on the first call. The guard may read a local copied from the attribute just before
-    (`context = self._context` then `if context is not None: return context`)."""
+    (`context = self._context` then `if context is not None: return context`). A memo lookup is the same
+    once per key: `if (ptrs := _PTR_CACHE.get(key)) is not None: return ptrs` (or `if ptrs := ...:`, or
+    `_PTR_CACHE[key]`) followed by code that fills `_PTR_CACHE[...]`."""
     if not (isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return)):
         return False
-    test = statement.test
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)):
+    subject = _lookup_tested_for_a_value(statement.test)
+    if subject is None:
         return False
-    guarded = _attribute_of_name(_copied_attribute(test.left, before))
-    if guarded is None or not _is_none(test.comparators[0]):
-        return False
-    return any(
-        isinstance(node, ast.Assign) and guarded in map(_attribute_of_name, node.targets)
-        for later in rest
-        for node in ast.walk(later)
-    )
+    looked_up = _copied_value(subject, before)
+    guarded = _attribute_of_name(looked_up)
+    later = [node for statement in rest for node in ast.walk(statement)]
+    if guarded is not None:
+        return any(isinstance(node, ast.Assign) and guarded in map(_attribute_of_name, node.targets) for node in later)
+    cache = _memo_table(looked_up)
+    return cache is not None and any(_fills(node, cache) for node in later)
 
 
-def _copied_attribute(subject: ast.expr, before: Sequence[ast.stmt]) -> ast.expr:
-    """The attribute that the local `subject` was last assigned from in `before` (`x = layer._x`), if it was;
-    otherwise `subject` itself."""
+def _lookup_tested_for_a_value(test: ast.expr) -> Optional[ast.expr]:
+    """What `test` checks holds a value: `x` for `x is not None` or a bare `x`; `d.get(k)` for
+    `(x := d.get(k)) is not None` or `x := d.get(k)`."""
+    if isinstance(test, ast.Compare):
+        if len(test.ops) != 1 or not isinstance(test.ops[0], ast.IsNot) or not _is_none(test.comparators[0]):
+            return None
+        test = test.left
+    if isinstance(test, ast.NamedExpr):
+        return test.value
+    return test if isinstance(test, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else None
+
+
+def _memo_table(lookup: ast.expr) -> Optional[ast.expr]:
+    """The mapping `lookup` reads an entry of: `cache` for `cache.get(key)` or `cache[key]`."""
+    if isinstance(lookup, ast.Subscript):
+        return lookup.value
+    is_get = isinstance(lookup, ast.Call) and isinstance(lookup.func, ast.Attribute) and lookup.func.attr == "get"
+    return lookup.func.value if is_get else None  # type: ignore[union-attr]
+
+
+def _copied_value(subject: ast.expr, before: Sequence[ast.stmt]) -> ast.expr:
+    """The attribute or lookup that the local `subject` was last assigned from in `before`
+    (`x = layer._x`, `x = cache.get(key)`), if it was; otherwise `subject` itself."""
     if not isinstance(subject, ast.Name):
         return subject
     for statement in reversed(before):
         if any(isinstance(node, ast.Name) and node.id == subject.id and isinstance(node.ctx, ast.Store)
                for node in ast.walk(statement)):
             simple = isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            return statement.value if simple and isinstance(statement.value, ast.Attribute) else subject
+            copied = simple and isinstance(statement.value, (ast.Attribute, ast.Call, ast.Subscript))
+            return statement.value if copied else subject  # type: ignore[union-attr]
     return subject
 
 
@@ -714,6 +761,24 @@ def _cache_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
         if _last_name(target) in _CACHE_DECORATORS:
             return ast.unparse(target)
     return None
+
+
+def _custom_op_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
+    """The decorator, as written, that registers a function as a torch custom op (`@register_custom_op(...)`)."""
+    for decorator in decorators:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if _CUSTOM_OP_REGISTRATION.search(_last_name(target)):
+            return f"`@{ast.unparse(target)}`"
+    return None
+
+
+def _registered_op_function(call: ast.Call) -> Optional[str]:
+    """The function name a registering call makes a custom op of: `direct_register_custom_op("op", f)` or
+    `direct_register_custom_op(op_name="op", op_func=f)` give `f`."""
+    if not _CUSTOM_OP_REGISTRATION.search(_last_name(call.func)):
+        return None
+    given = [k.value for k in call.keywords if k.arg == "op_func"] or call.args[1:2]
+    return given[0].id if given and isinstance(given[0], ast.Name) else None
 
 
 def _once(compute: Callable[[], T]) -> Callable[[], T]:

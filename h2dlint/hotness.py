@@ -6,9 +6,11 @@ results (`@functools.lru_cache`, `@cache`, `@cached_property`: the body runs onc
 in a cold function. Cold wins: nothing in a cold function is reported, and hotness does not flow into it.
 
 A function is **hot** when it is marked `# h2dlint: hot` (or its class is), has a per-step entry-point
-name, is called from a hot function (`self.m()`, `cls.m()`, `super().m()`, `Cls.m()`, or a plain `f()`
-resolving to a known function), is called in a loop, or is nested in a hot function. Hotness propagates
-along calls transitively; the shortest chain is kept, so messages can name it.
+name, is registered as a torch custom op (`@torch.library.custom_op`, `direct_register_custom_op(op_func=f)`:
+models call those from their forward passes), is called from a hot function (`self.m()`, `cls.m()`,
+`super().m()`, `Cls.m()`, or a plain `f()` resolving to a known function), is called in a loop, or is nested
+in a hot function. Hotness propagates along calls transitively; the shortest chain is kept, so messages can
+name it.
 
 A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site that
 runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function of the module
@@ -270,6 +272,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> I
                 yield key, Heat(True, origin, "marked hot", module=module)
             elif settings.is_hot_name(function.name, _class_name(function)):
                 yield key, Heat(True, f"`{_HERE}{qualname}` runs per step", "per step", module=module)
+            elif function.custom_op is not None:
+                origin = f"`{_HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
+                yield key, Heat(True, origin, "a custom op", module=module)
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold:
             continue

@@ -48,6 +48,9 @@ class FunctionInfo:
     cache_decorator: Optional[str] = None  # "functools.lru_cache" and the like: the body runs once per key
     end_line: int = 0  # the last line of its body
     returns: Optional[str] = None  # the class its return annotation names, as written
+    # How it is registered as a torch custom op, which model forward passes call: "`@register_custom_op`",
+    # "`direct_register_custom_op(...)` at line 396"
+    custom_op: Optional[str] = None
 
 
 @dataclass
