@@ -57,8 +57,8 @@ def _function_verdict(function: Optional[FunctionInfo], heat: dict, module: str)
     if found is None:
         return (
             f"{name}, which is not known to be hot: it has no per-step name or marker, is no custom op, is not "
-            "called in a loop, and no hot function calls it (calls are followed across the project through imports, the "
-            "known classes of receivers and, for distinctive method names, by name)"
+            "called in a loop, and no hot function calls it (calls are followed across the project through "
+            "imports, the known classes of receivers and, for distinctive method names, by name)"
         )
     return f"{name}, which is {'hot' if found.hot else 'cold'}: {found.reason_in(module)}"
 
