@@ -20,8 +20,8 @@ labels `per-step`, `per-request`, `one-time`, `not-h2d`) and prints precision an
 
 - one-time share = one-time labels / labelled findings (goal: at most 5%);
 - recall = flagged hot / (flagged hot + unflagged hot), where each stratum's hot count is its labelled hot
-  rate times its size (goal: at least 95%), with a conservative 95% interval from each rate's Wilson
-  interval; and the same recall without the unflagged sites the issue's rule definitions leave out by design
+  rate times its size (goal: at least 95%): exact when every site is labelled (a census), otherwise an
+  estimate with a conservative 95% interval from each sampled rate's Wilson interval; and the same recall without the unflagged sites the issue's rule definitions leave out by design
   (`x.new_tensor()` on a receiver not known to be on an accelerator, constructors).
 """
 
@@ -179,12 +179,12 @@ def _print_estimates(report: EngineReport, labels: Dict[Tuple[str, str], Tuple[s
         print(f"  {stratum}: {len(sites)} sites, {counts[stratum][2]} labelled ({detail})")
         if stratum == "flagged" and found:
             print(f"  one-time share of findings: {found['one-time'] / sum(found.values()):.1%}")
-    _print_recall("estimated recall", counts["flagged"], counts["unflagged"])
+    _print_recall("recall", counts["flagged"], counts["unflagged"])
     excluded = _by_design_exclusions(report, unflagged_sites)
     kept = unflagged_sites - excluded
     found = _label_counts(report.name, kept, labels)
     _print_recall(
-        f"estimated recall excluding the issue's by-design exclusions ({len(excluded)} unflagged sites: "
+        f"recall excluding the issue's by-design exclusions ({len(excluded)} unflagged sites: "
         "`new_tensor` on a receiver not known to be on an accelerator, constructors)",
         counts["flagged"],
         (len(kept), sum(found[k] for k in HOT_LABELS), sum(found.values())),
@@ -211,19 +211,30 @@ Stratum = Tuple[int, int, int]  # sites, labelled hot, labelled
 
 def _print_recall(title: str, flagged: Stratum, unflagged: Stratum) -> None:
     """Recall = flagged hot / (flagged hot + unflagged hot), each stratum's hot count its labelled hot rate
-    times its size. The interval takes each rate's 95% Wilson interval and combines the bounds that make
-    recall smallest and largest, so it is conservative (wider than a joint 95% interval)."""
+    times its size. When every site of both strata is labelled (a census) the figure is exact. Otherwise the
+    interval takes each rate's 95% Wilson interval (a fully labelled stratum has none) and combines the bounds
+    that make recall smallest and largest, so it is conservative (wider than a joint 95% interval)."""
     if not flagged[2] or not unflagged[2]:
         return
     rate_f, rate_u = (hot / labelled for _, hot, labelled in (flagged, unflagged))
-    (low_f, high_f), (low_u, high_u) = (_wilson(hot, labelled) for _, hot, labelled in (flagged, unflagged))
+    (low_f, high_f), (low_u, high_u) = (_rate_interval(*stratum) for stratum in (flagged, unflagged))
     hot_f, hot_u = flagged[0] * rate_f, unflagged[0] * rate_u
     if not hot_f + hot_u:
         return
+    recall = _recall(hot_f, hot_u)
+    if all(labelled == size for size, _, labelled in (flagged, unflagged)):
+        print(f"  {title}: {recall:.1%}, exact: every site labelled (hot sites: flagged {hot_f:.0f}, "
+              f"missed {hot_u:.0f})")
+        return
     low = _recall(flagged[0] * low_f, unflagged[0] * high_u)
     high = _recall(flagged[0] * high_f, unflagged[0] * low_u)
-    print(f"  {title}: {_recall(hot_f, hot_u):.1%}, 95% Wilson interval {low:.1%} to {high:.1%} "
+    print(f"  estimated {title}: {recall:.1%}, 95% Wilson interval {low:.1%} to {high:.1%} "
           f"(hot sites: flagged ~{hot_f:.0f}, missed ~{hot_u:.0f})")
+
+
+def _rate_interval(size: int, hot: int, labelled: int) -> Tuple[float, float]:
+    """The 95% interval of a stratum's hot rate: none when every site is labelled."""
+    return (hot / labelled,) * 2 if labelled == size else _wilson(hot, labelled)
 
 
 def _recall(flagged_hot: float, missed_hot: float) -> float:

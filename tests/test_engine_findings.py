@@ -1,4 +1,5 @@
-"""benchmarks/engine_findings.py: the recall estimate, its interval, and the by-design exclusions."""
+"""benchmarks/engine_findings.py: recall (exact from a census, or estimated with an interval from a sample), and
+the by-design exclusions."""
 
 from __future__ import annotations
 
@@ -35,26 +36,34 @@ toy\tmodel.py:15\tone-time\tloading
 """
 
 
-def _estimates(tmp_path):
+def _estimates(tmp_path, labels=LABELS):
     write(tmp_path / "tree", "model.py", ENGINE)
-    (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
+    (tmp_path / "labels.tsv").write_text(labels, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [PYTHON, str(SCRIPT), f"toy={tmp_path / 'tree'}", "--labels", str(tmp_path / "labels.tsv")],
         capture_output=True, text=True, timeout=300, env=env,
     )
     assert done.returncode == 0, done.stderr
-    return [line for line in done.stdout.splitlines() if "estimated recall" in line]
+    return [line for line in done.stdout.splitlines() if "recall" in line]
 
 
-def test_recall_has_an_interval_and_a_figure_without_the_by_design_exclusions(tmp_path):
+def test_a_census_gives_exact_recall_and_a_figure_without_the_by_design_exclusions(tmp_path):
     overall, by_design = _estimates(tmp_path)
-    # One flagged hot site; three unflagged, two of them hot: recall 1 / (1 + 2).
-    assert overall.startswith("  estimated recall: 33.3%, 95% Wilson interval ")
-    low, high = (float(x) for x in re.findall(r"interval (\S+)% to (\S+)%", overall)[0])
-    assert low < 33.3 < high
+    # Every site labelled. One flagged hot site; three unflagged, two of them hot: recall 1 / (1 + 2).
+    assert overall == "  recall: 33.3%, exact: every site labelled (hot sites: flagged 1, missed 2)"
     # Left out: the constructor and the new_tensor on an unknown receiver; the one-time site remains.
-    assert "(2 unflagged sites:" in by_design and ": 100.0%, 95% Wilson interval" in by_design
+    assert "(2 unflagged sites:" in by_design and ": 100.0%, exact: every site labelled" in by_design
+
+
+def test_a_sample_gives_an_estimate_with_an_interval(tmp_path):
+    # The one-time unflagged site is left unlabelled: two of the two labelled unflagged sites are hot, so the
+    # three unflagged sites hold about 3 hot ones, and recall is about 1 / (1 + 3).
+    overall = _estimates(tmp_path, LABELS.replace("toy\tmodel.py:15\tone-time\tloading\n", ""))[0]
+    assert overall.startswith("  estimated recall: 25.0%, 95% Wilson interval ")
+    low, high = (float(x) for x in re.findall(r"interval (\S+)% to (\S+)%", overall)[0])
+    # All labelled unflagged sites are hot, so the rate's upper bound is 1 and the low end is the estimate itself.
+    assert low == 25.0 < high
 
 
 def test_the_wilson_interval_matches_its_closed_form_at_zero_successes():
