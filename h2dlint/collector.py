@@ -146,6 +146,7 @@ class _Collector:
             end_line=node.end_lineno or node.lineno,
             returns=_written_type(node.returns) if node.returns is not None else None,
             custom_op=_custom_op_decorator(node.decorator_list),
+            compiled_by=_compile_decorator(node.decorator_list, self._names),
         )
         bindings = function_bindings(node, self._walrus)
         method_of = enclosing.qualname if enclosing.kind == "class" else None
@@ -769,6 +770,15 @@ def _custom_op_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         if _CUSTOM_OP_REGISTRATION.search(_last_name(target)):
             return f"`@{ast.unparse(target)}`"
+    return None
+
+
+def _compile_decorator(decorators: Sequence[ast.expr], names: NameResolver) -> Optional[str]:
+    """`torch.compile` when a decorator is `@torch.compile` or `@torch.compile(...)` (however torch is imported)."""
+    for decorator in decorators:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if names.qualify(target) == "torch.compile":
+            return "torch.compile"
     return None
 
 

@@ -73,7 +73,9 @@ def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str
     elif site_cold_reason(site) is not None:
         return f"is not reported: {site_cold_reason(site)}"
     elif reason is None:
-        kind = "runs once" if owner is not None else "is not known to run per step"
+        kind = "is not known to run per step"
+        if owner is not None:
+            kind = "is compiled, not run eagerly" if owner.tag == "compiled" else "runs once"
         return f"is not reported: the code around it {kind} (see above)"
     if file.suppressed[index]:
         return f"is suppressed by `# noqa`; without it: {reason}"

@@ -2,8 +2,9 @@
 
 A function is **cold** (one-time) when it is marked `# h2dlint: cold`, sits in a class so marked, has a
 one-time name (`__init__`, weight loading, buffer creation, capture, warmup; see `Settings`), caches its
-results (`@functools.lru_cache`, `@cache`, `@cached_property`: the body runs once per key), or is nested
-in a cold function. Cold wins: nothing in a cold function is reported, and hotness does not flow into it.
+results (`@functools.lru_cache`, `@cache`, `@cached_property`: the body runs once per key), is compiled by
+`@torch.compile` (its tensors are built inside the compiled graph, not copied per call), or is nested in a
+cold function. Cold wins: nothing in a cold function is reported, and hotness does not flow into it.
 
 A function is **hot** when it is marked `# h2dlint: hot` (or its class is), has a per-step entry-point
 name, is registered as a torch custom op (`@torch.library.custom_op`, `direct_register_custom_op(op_func=f)`:
@@ -249,6 +250,9 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
         return Heat(False, f"`{_HERE}{qualname}` runs once (one-time setup)", "one-time", module=module)
     if function.cache_decorator is not None:
         return Heat(False, f"`{_HERE}{qualname}` is cached by `@{function.cache_decorator}`", "cached", module=module)
+    if function.compiled_by is not None:
+        origin = f"`{_HERE}{qualname}` is compiled by `@{function.compiled_by}`, which builds its tensors in the graph"
+        return Heat(False, origin, "compiled", module=module)
     parent = summary.functions.get(function.parent or "")
     if parent is not None:
         return _cold_heat(parent, summary, module, settings)

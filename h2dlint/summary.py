@@ -51,6 +51,9 @@ class FunctionInfo:
     # How it is registered as a torch custom op, which model forward passes call: "`@register_custom_op`",
     # "`direct_register_custom_op(...)` at line 396"
     custom_op: Optional[str] = None
+    # "torch.compile" when decorated with it: its body is traced into a graph, where Inductor makes small
+    # constant tensors inside kernels and lifts others into graph constants, instead of copying per call
+    compiled_by: Optional[str] = None
 
 
 @dataclass
