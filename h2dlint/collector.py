@@ -250,11 +250,18 @@ class _Collector:
 
     def _visit_if(self, node: ast.If) -> None:
         self._visit(node.test)
-        guard = _is_cached_build_guard(node.test, node.body)
+        guard = _is_cached_build_guard(node.test, node.body, self._value_read_by(node.test))
         self._one_time += guard
         self._visit_all(node.body)
         self._one_time -= guard
         self._visit_all(node.orelse)
+
+    def _value_read_by(self, test: ast.expr) -> Optional[ast.expr]:
+        """What the local tested by `if t is None:` holds there, when known (`t = self._t` before it)."""
+        is_none_test = isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+        if is_none_test and isinstance(test.left, ast.Name):  # type: ignore[attr-defined]
+            return self._names.value_at(test.left)  # type: ignore[attr-defined]
+        return None
 
     # --- imports, for resolving calls across the files of a project ----------------------------------------
 
@@ -620,9 +627,10 @@ def _is_none(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is None
 
 
-def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
+def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt], tested_value: Optional[ast.expr] = None) -> bool:
     """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`),
-    or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`), or `if key not in cache:`
+    or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`) or back in the attribute it
+    was read from (`tested_value`: `t = self._t` before, `self._t = t` in the body), or `if key not in cache:`
     whose body fills `cache[...]`, or a cache that grows on demand (see `_grows_on_demand`)."""
     if _grows_on_demand(test, body):
         return True
@@ -638,7 +646,10 @@ def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     if isinstance(subject, ast.Attribute):
         return _is_self(subject.value)
     if isinstance(subject, ast.Name):
-        return any(_stores_in_cache(statement, subject.id) for statement in body)
+        return any(
+            _stores_in_cache(statement, subject.id) or _stores_back(statement, subject.id, tested_value)
+            for statement in body
+        )
     return _is_attribute_lookup(subject, "getattr")
 
 
@@ -725,6 +736,18 @@ def _stores_in_cache(statement: ast.stmt, name: str) -> bool:
         and isinstance(statement.value, ast.Name)
         and statement.value.id == name
         and any(isinstance(target, ast.Subscript) for target in statement.targets)
+    )
+
+
+def _stores_back(statement: ast.stmt, name: str, read_from: Optional[ast.expr]) -> bool:
+    """`self._t = name`, where `name` was read from `self._t` (`read_from`)."""
+    if not (isinstance(read_from, ast.Attribute) and _is_self(read_from.value)):
+        return False
+    return (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Name)
+        and statement.value.id == name
+        and _attribute_of_name(read_from) in map(_attribute_of_name, statement.targets)
     )
 
 
