@@ -90,6 +90,14 @@ class CallGraph:
     def callees(self, caller: Key) -> List[Key]:
         raise NotImplementedError
 
+    def summary(self, module: str) -> Optional[ModuleSummary]:
+        raise NotImplementedError
+
+    def callers(self) -> Dict[Key, List[Tuple[Key, bool]]]:
+        """Every function some call reaches -> (the calling function, whether the call is made under a one-time
+        guard) for each such call; a call at module level has the caller `(module, MODULE)`."""
+        raise NotImplementedError
+
 
 def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
     """The heat of every function that is hot or cold; neutral functions are absent."""
@@ -99,6 +107,7 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
             cold = _cold_heat(function, summary, module, settings)
             if cold is not None:
                 heat[(module, qualname)] = cold
+    _spread_cold_to_callees(graph, heat, settings)
     queue: Deque[Key] = deque()
     for key, root in _hot_roots(graph, settings, heat):
         if key not in heat:
@@ -259,6 +268,61 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
     return None
 
 
+def _spread_cold_to_callees(graph: CallGraph, heat: Dict[Key, Heat], settings: Settings) -> None:
+    """Make cold the functions that only one-time code calls: every call that reaches them is made at module
+    level, in a cold function, or under a one-time guard. Not those marked `# h2dlint: hot`, nor public entry
+    points with a per-step name (`forward`, `replay`): the engine's loop or `nn.Module.__call__` calls them
+    where no call is in sight, and warmup or capture calling them too says nothing. A private one
+    (`_build_plan`) is called only where its callers can be seen."""
+    callers = graph.callers()
+    callees_of: Dict[Key, List[Key]] = {}
+    for callee, calls in callers.items():
+        for caller, _ in calls:
+            callees_of.setdefault(caller, []).append(callee)
+    queue: Deque[Key] = deque(key for key in callers if _only_called_once(callers[key], heat))
+    while queue:
+        key = queue.popleft()
+        if key in heat or _keeps_its_heat(graph, key, settings):
+            continue
+        heat[key] = _cold_by_callers(key, callers[key], heat)
+        queue.extend(c for c in callees_of.get(key, []) if c not in heat and _only_called_once(callers[c], heat))
+
+
+def _only_called_once(calls: List[Tuple[Key, bool]], heat: Dict[Key, Heat]) -> bool:
+    return bool(calls) and all(one_time or _runs_once(caller, heat) for caller, one_time in calls)
+
+
+def _runs_once(caller: Key, heat: Dict[Key, Heat]) -> bool:
+    return caller[1] == MODULE or (caller in heat and not heat[caller].hot)
+
+
+def _cold_by_callers(key: Key, calls: List[Tuple[Key, bool]], heat: Dict[Key, Heat]) -> Heat:
+    (module, qualname), (caller, one_time) = key, calls[0]
+    name = f"{_prefix(caller[0], module)}{caller[1]}"
+    if one_time:
+        why = f"under a one-time guard in `{name}`"
+    elif caller[1] == MODULE:
+        why = f"at module level of `{caller[0]}`" if caller[0] != module else "at module level"
+    else:
+        why = f"from `{name}`, which is cold"
+    more = f" (and {len(calls) - 1} more such calls)" if len(calls) > 1 else ""
+    origin = f"`{_HERE}{qualname}` is only called from one-time code: {why}{more}"
+    return Heat(False, origin, "only called from one-time code", module=module)
+
+
+def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
+    """Marked hot, or a public entry point with a per-step name."""
+    summary = graph.summary(key[0])
+    function = summary.functions.get(key[1]) if summary is not None else None
+    if function is None or summary is None:
+        return False
+    cls = summary.classes.get(function.class_qualname or "")
+    if function.marker == "hot" or (cls is not None and cls.marker == "hot"):
+        return True
+    is_public = not function.name.startswith("_") or function.name.startswith("__")
+    return is_public and settings.is_hot_name(function.name, _class_name(function))
+
+
 def _class_name(function: FunctionInfo) -> Optional[str]:
     """The name of the class a method is defined in (`Outer.Inner.m` -> `Inner`), None for other functions."""
     return function.class_qualname.rsplit(".", 1)[-1] if function.class_qualname else None
@@ -307,6 +371,7 @@ class ModuleGraph(CallGraph):
         # Built on first use: a project graph only asks this one to resolve the calls it cannot rule out.
         self._targets: Optional[Dict[CallRef, List[Key]]] = None
         self._edges: Dict[Key, List[Key]] = {}
+        self._callers: Dict[Key, List[Tuple[Key, bool]]] = {}
 
     def _build_edges(self) -> Dict[CallRef, List[Key]]:
         if self._targets is None:
@@ -314,6 +379,8 @@ class ModuleGraph(CallGraph):
             for call, targets in self._targets.items():
                 if not call.one_time:
                     self._edges.setdefault((self._module, call.caller), []).extend(targets)
+                for target in targets:
+                    self._callers.setdefault(target, []).append(((self._module, call.caller), call.one_time))
             for function in self._functions.values():
                 if function.parent is not None:
                     key = (self._module, function.parent)
@@ -323,6 +390,9 @@ class ModuleGraph(CallGraph):
     def modules(self) -> Iterable[Tuple[str, ModuleSummary]]:
         return [(self._module, self._summary)]
 
+    def summary(self, module: str) -> Optional[ModuleSummary]:
+        return self._summary if module == self._module else None
+
     def loop_calls(self) -> Iterable[Tuple[str, CallRef, List[Key]]]:
         targets = self._build_edges()
         return [(self._module, c, targets[c]) for c in self._calls if c.loop_line is not None and not c.one_time]
@@ -330,6 +400,10 @@ class ModuleGraph(CallGraph):
     def callees(self, caller: Key) -> List[Key]:
         self._build_edges()
         return self._edges.get(caller, [])
+
+    def callers(self) -> Dict[Key, List[Tuple[Key, bool]]]:
+        self._build_edges()
+        return self._callers
 
     def resolve(self, call: CallRef) -> List[Key]:
         """The functions of this module that `call` may reach."""

@@ -103,6 +103,7 @@ class ProjectGraph(CallGraph):
                 if function.class_qualname is not None and function.name not in NEVER_BY_NAME:
                     self._methods_by_name.setdefault(function.name, []).append((name, function.qualname))
         self._edges: Dict[Key, List[Key]] = {}
+        self._callers: Dict[Key, List[Tuple[Key, bool]]] = {}
         self._loop_calls: List[Tuple[str, CallRef, List[Key]]] = []
         self._resolved: Dict[Tuple[str, str, str, str, Optional[str], Optional[Tuple[str, ...]]], List[Key]] = {}
         self._looked_up: Dict[Tuple[str, str], Optional[Tuple[str, Optional[str]]]] = {}
@@ -116,8 +117,6 @@ class ProjectGraph(CallGraph):
                     self._edges.setdefault((module, function.parent), []).append((module, function.qualname))
 
     def _add_call(self, module: str, call: CallRef) -> None:
-        if call.one_time:
-            return
         # Calls on an object resolve alike wherever they are made; `f()` and `self.m()` depend on the caller.
         by_caller = call.kind in ("name", "self", "super") or (call.receiver is not None and call.receiver[0] == "self")
         caller = call.caller if by_caller else ""
@@ -125,7 +124,9 @@ class ProjectGraph(CallGraph):
         targets = self._resolved.get(memo)
         if targets is None:
             targets = self._resolved[memo] = self._resolve(module, call)
-        if not targets:
+        for target in targets:
+            self._callers.setdefault(target, []).append(((module, call.caller), call.one_time))
+        if not targets or call.one_time:
             return
         self._edges.setdefault((module, call.caller), []).extend(targets)
         if call.loop_line is not None:
@@ -141,6 +142,12 @@ class ProjectGraph(CallGraph):
 
     def callees(self, caller: Key) -> List[Key]:
         return self._edges.get(caller, [])
+
+    def callers(self) -> Dict[Key, List[Tuple[Key, bool]]]:
+        return self._callers
+
+    def summary(self, module: str) -> Optional[ModuleSummary]:
+        return self._modules.get(module)
 
     def function(self, key: Key) -> Optional[FunctionInfo]:
         summary = self._modules.get(key[0])
