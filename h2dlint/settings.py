@@ -55,6 +55,8 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "__init_subclass__",
     "__new__",
     "*load_weights*",
+    "*load_model*",
+    "*initialize*",  # initialize_model, _initialize: one-time, like __init__
     "load_state_dict",
     "*_after_loading",
     "*weight_loader*",
