@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 
 from h2dlint.arguments import (
     has_star_args,
@@ -15,7 +15,7 @@ from h2dlint.arguments import (
     positional_args,
     string_value,
 )
-from h2dlint.scopes import NameResolver
+from h2dlint.scopes import NameResolver, function_bindings
 
 HOST_DEVICE_TYPES = frozenset({"cpu", "meta"})
 
@@ -130,7 +130,7 @@ def on_accelerator(expr: ast.expr, names: NameResolver) -> bool:
         if value is None or isinstance(value, ast.Name):
             return False
         expr = value
-    return _is_device_construct(expr, names)
+    return _is_device_construct(expr, names, names.local_value)
 
 
 def accelerator_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet[str]:
@@ -141,10 +141,11 @@ def accelerator_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet[
     for method in cls.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        single_values = function_bindings(method).single_values
         for node in ast.walk(method):
             for target, value in _assignments(node):
                 for attribute in _self_attributes(target):
-                    on_device = value is not None and _is_device_construct(value, names)
+                    on_device = value is not None and _is_device_construct(value, names, single_values.get)
                     verdicts[attribute] = verdicts.get(attribute, True) and on_device
     return frozenset(attribute for attribute, always in verdicts.items() if always)
 
@@ -181,13 +182,39 @@ def _self_attributes(target: ast.Attribute) -> Iterable[str]:
         yield target.attr
 
 
-def _is_device_construct(value: ast.expr, names: NameResolver) -> bool:
+LocalValue = Callable[[str], Optional[ast.expr]]  # the value a function's local holds, when it is known
+
+
+def _is_device_construct(value: ast.expr, names: NameResolver, local_value: LocalValue) -> bool:
     if not isinstance(value, ast.Call):
         return False
     if device_copy(value, names) is not None:
         return True
     qualified = names.qualify(value.func) or ""
-    return qualified.startswith("torch.") and accelerator_device(value, names) is not None
+    if not qualified.startswith("torch."):
+        return False
+    device = keyword_value(value, "device") or _device_in_keyword_table(value, local_value)
+    return device is not None and not is_host_device(device, names)
+
+
+def _device_in_keyword_table(call: ast.Call, local_value: LocalValue) -> Optional[ast.expr]:
+    """The device a `**table` argument passes, when `table` is a local holding `dict(device=d, ...)` or
+    `{"device": d, ...}`: `i32 = dict(dtype=torch.int32, device=device)` then `torch.zeros(n, **i32)`."""
+    for keyword in call.keywords:
+        table = local_value(keyword.value.id) if keyword.arg is None and isinstance(keyword.value, ast.Name) else None
+        if _is_dict_call(table):
+            found = keyword_value(table, "device")  # type: ignore[arg-type]
+            if found is not None:
+                return found
+        if isinstance(table, ast.Dict):
+            for key, item in zip(table.keys, table.values):
+                if isinstance(key, ast.Constant) and key.value == "device":
+                    return item
+    return None
+
+
+def _is_dict_call(expr: Optional[ast.expr]) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict"
 
 
 def _without_host_preserving_calls(expr: ast.expr) -> ast.expr:

@@ -25,8 +25,9 @@ class CopyIntoDeviceBuffer(Rule):
         is known to be on an accelerator. As with HTD105, a linter rarely knows where `buf` lives, so the
         rule reports only when it is known:
         - `buf` (or the tensor it slices, `buf[:n]`) is a local variable whose assignment (the only one, or
-          the last before the call) is a torch call with an accelerator `device=`, or `.cuda()` /
-          `.to(<device>)`;
+          the last before the call) is a torch call with an accelerator `device=` (also passed in a local
+          table, `torch.zeros(n, **i32)` with `i32 = dict(dtype=torch.int32, device=device)`), or
+          `.cuda()` / `.to(<device>)`;
         - `buf` or the tensor it slices is `self.x` in a method, and every assignment of `self.x` in the
           class's methods is such a construct (`self.x = torch.zeros(n, device=device)` in `__init__`);
         - `buf` or the tensor it slices, as written (`self.input_ids`), matches a pattern in the
@@ -87,6 +88,11 @@ class CopyIntoDeviceBuffer(Rule):
             "import torch\n\nclass Runner:\n    def __init__(self):\n        self.buf = torch.zeros(4, pin_memory=True)\n\n"
             "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
         ),
+        Valid(
+            "import torch\n\nclass Runner:\n    def __init__(self):\n        i32 = dict(dtype=torch.int32)\n"
+            "        self.buf = torch.zeros(4, **i32)\n\n"
+            "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -109,6 +115,13 @@ class CopyIntoDeviceBuffer(Rule):
             line=8,
             column=9,
             reason="`Runner.forward` runs per step",
+        ),
+        Invalid(
+            "import torch\n\nclass Residency:\n    def __init__(self, dev):\n"
+            "        i32 = dict(dtype=torch.int32, device=dev)\n        self.lastuse = torch.zeros(8, **i32)\n\n"
+            "    def forward(self, lens):\n        self.lastuse.copy_(torch.tensor(lens, dtype=torch.int32))\n",
+            line=9,
+            reason="`Residency.forward` runs per step",
         ),
         Invalid(
             "import torch\n\ndef run(batches, dev):\n    buf = torch.empty(8, device=dev)\n    for b in batches:\n"

@@ -24,7 +24,8 @@ class NewTensorOnDevice(Rule):
         reports only when it is known:
         - the call passes an accelerator `device=`;
         - `x` is a local variable whose assignment (the only one, or the last before the call) is a torch
-          call with an accelerator `device=`, or `.cuda()` / `.to(<device>)`;
+          call with an accelerator `device=` (also passed in a local table: `**dict(device=device)`), or
+          `.cuda()` / `.to(<device>)`;
         - `x` is `self.y` in a method, and every assignment of `self.y` in the class's methods is such a
           construct (`self.y = torch.zeros(n, device=device)` in `__init__`);
         - `x`, as written (`input_ids`, `self.seq_lens`), matches a pattern in the `accelerator-tensors`
