@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 from h2dlint.arguments import (
     has_star_args,
@@ -16,6 +16,9 @@ from h2dlint.arguments import (
     string_value,
 )
 from h2dlint.scopes import NameResolver, function_bindings
+
+LocalValue = Callable[[str], Optional[ast.expr]]  # the value a function's local holds, when it is known
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 HOST_DEVICE_TYPES = frozenset({"cpu", "meta"})
 
@@ -130,24 +133,75 @@ def on_accelerator(expr: ast.expr, names: NameResolver) -> bool:
         if value is None or isinstance(value, ast.Name):
             return False
         expr = value
+    if isinstance(expr, ast.Subscript):  # a view of a device tensor, or an item of a collection of them
+        return on_accelerator(expr.value, names)
     return _is_device_construct(expr, names, names.local_value)
 
 
 def accelerator_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet[str]:
     """The instance attributes that the methods of `cls` only ever set (`self.x = ...`) to a tensor built on or
     moved to an accelerator, at least once. Any other assignment of `self.x` in the class (None, a host
-    tensor, a parameter, a tuple target) leaves `x` out; assignments from outside the class are not seen."""
+    tensor, a parameter, a tuple target) leaves `x` out; assignments from outside the class are not seen.
+    Also the collections of such tensors: `self.views = []` (or `{}`) filled only with device tensors or
+    views of device attributes (`self.views.append(self.buf[:n])`, `self.views[n] = ...`), at least once."""
+    methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    locals_of = [function_bindings(method).single_values.get for method in methods]
     verdicts: Dict[str, bool] = {}
-    for method in cls.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        single_values = function_bindings(method).single_values
+    for method, local_value in zip(methods, locals_of):
         for node in ast.walk(method):
             for target, value in _assignments(node):
                 for attribute in _self_attributes(target):
-                    on_device = value is not None and _is_device_construct(value, names, single_values.get)
+                    on_device = value is not None and _is_device_construct(value, names, local_value)
                     verdicts[attribute] = verdicts.get(attribute, True) and on_device
+    tensors = frozenset(attribute for attribute, always in verdicts.items() if always)
+    return tensors | _device_collections(methods, locals_of, tensors, names)
+
+
+def _device_collections(
+    methods: List[FunctionNode], locals_of: List[LocalValue], tensors: FrozenSet[str], names: NameResolver
+) -> FrozenSet[str]:
+    """The attributes only ever set to an empty list or dict and filled with device tensors (see
+    `accelerator_attributes`); `tensors` are the attributes known to hold one."""
+    verdicts: Dict[str, bool] = {}
+    for method, local_value in zip(methods, locals_of):
+        for node in ast.walk(method):
+            for target, value in _assignments(node):
+                for attribute in _self_attributes(target):
+                    if not _is_empty_collection(value):
+                        verdicts[attribute] = False
+            for attribute, item in _collection_fills(node):
+                is_device = _is_device_construct(item, names, local_value) or _is_view_of(item, tensors)
+                verdicts[attribute] = verdicts.get(attribute, True) and is_device
     return frozenset(attribute for attribute, always in verdicts.items() if always)
+
+
+def _collection_fills(node: ast.AST) -> Iterable[Tuple[str, ast.expr]]:
+    """(attribute, item) for `self.x.append(item)` and `self.x[key] = item`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append":
+        receiver = node.func.value
+        if isinstance(receiver, ast.Attribute) and len(node.args) == 1 and not node.keywords:
+            yield from ((attribute, node.args[0]) for attribute in _self_attributes(receiver))
+    elif isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute):
+                yield from ((attribute, node.value) for attribute in _self_attributes(target.value))
+
+
+def _is_view_of(expr: ast.expr, tensors: FrozenSet[str]) -> bool:
+    """`self.buf[...]` with `buf` in `tensors`."""
+    if not isinstance(expr, ast.Subscript) or not isinstance(expr.value, ast.Attribute):
+        return False
+    return any(attribute in tensors for attribute in _self_attributes(expr.value))
+
+
+def _is_empty_collection(value: Optional[ast.expr]) -> bool:
+    """`[]`, `{}`, `list()` or `dict()`."""
+    if isinstance(value, ast.List):
+        return not value.elts
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    is_call = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "dict")
+    return is_call and not value.args and not value.keywords  # type: ignore[union-attr]
 
 
 def _assignments(node: ast.AST) -> Iterable[Tuple[ast.Attribute, Optional[ast.expr]]]:
@@ -182,7 +236,6 @@ def _self_attributes(target: ast.Attribute) -> Iterable[str]:
         yield target.attr
 
 
-LocalValue = Callable[[str], Optional[ast.expr]]  # the value a function's local holds, when it is known
 
 
 def _is_device_construct(value: ast.expr, names: NameResolver, local_value: LocalValue) -> bool:

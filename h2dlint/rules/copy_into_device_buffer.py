@@ -27,9 +27,12 @@ class CopyIntoDeviceBuffer(Rule):
         - `buf` (or the tensor it slices, `buf[:n]`) is a local variable whose assignment (the only one, or
           the last before the call) is a torch call with an accelerator `device=` (also passed in a local
           table, `torch.zeros(n, **i32)` with `i32 = dict(dtype=torch.int32, device=device)`), or
-          `.cuda()` / `.to(<device>)`;
+          `.cuda()` / `.to(<device>)`, or a view or item of a tensor or collection known as below
+          (`mask = self.mask_by_size[bs]`);
         - `buf` or the tensor it slices is `self.x` in a method, and every assignment of `self.x` in the
-          class's methods is such a construct (`self.x = torch.zeros(n, device=device)` in `__init__`);
+          class's methods is such a construct (`self.x = torch.zeros(n, device=device)` in `__init__`), or
+          `self.x` is a list or dict (`self.x = []`) filled only with such tensors or views of them
+          (`self.x.append(self.buf[:n])`);
         - `buf` or the tensor it slices, as written (`self.input_ids`), matches a pattern in the
           `accelerator-tensors` setting of `[tool.h2dlint]`.
 
@@ -89,6 +92,12 @@ class CopyIntoDeviceBuffer(Rule):
             "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
         ),
         Valid(
+            "import torch\n\nclass Drafter:\n    def __init__(self, dev, host):\n"
+            "        self.mask = torch.empty(64, dtype=torch.bool, device=dev)\n        self.masks = []\n"
+            "        self.masks.append(self.mask[:8])\n        self.masks.append(host)\n\n"
+            "    def forward(self, rows):\n        self.masks[0].copy_(torch.tensor(rows))\n"
+        ),
+        Valid(
             "import torch\n\nclass Runner:\n    def __init__(self):\n        i32 = dict(dtype=torch.int32)\n"
             "        self.buf = torch.zeros(4, **i32)\n\n"
             "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
@@ -122,6 +131,15 @@ class CopyIntoDeviceBuffer(Rule):
             "    def forward(self, lens):\n        self.lastuse.copy_(torch.tensor(lens, dtype=torch.int32))\n",
             line=9,
             reason="`Residency.forward` runs per step",
+        ),
+        Invalid(
+            "import torch\n\nclass Drafter:\n    def __init__(self, dev, sizes):\n"
+            "        self.mask = torch.empty(64, dtype=torch.bool, device=dev)\n        self.mask_by_size = []\n"
+            "        for n in sizes:\n            self.mask_by_size.append(self.mask[:n])\n\n"
+            "    def prepare_for_decode(self, rows):\n        mask = self.mask_by_size[len(rows)]\n"
+            "        mask.copy_(torch.tensor(rows))\n",
+            line=12,
+            reason="`Drafter.prepare_for_decode` runs per step",
         ),
         Invalid(
             "import torch\n\ndef run(batches, dev):\n    buf = torch.empty(8, device=dev)\n    for b in batches:\n"
