@@ -3,7 +3,7 @@
     python benchmarks/engine_findings.py sglang=/tmp/engines/sglang_x/sglang/srt vllm=/tmp/engines/vllm_x/vllm \
         --labels benchmarks/engine_labels.tsv --sample-out /tmp/engine_sample.md
 
-For each tree it prints: the engine version (from `_version.py` above the tree), files, lines, seconds, and
+For each tree it prints: the engine version (from `_version.py` or `version.py` above the tree), files, lines, seconds, and
 findings per code. Independently of h2dlint it also lists every *H2D construct* in the tree with a loose,
 name-based scan (no import resolution, no hotness): `tensor/as_tensor/asarray(..., device=<not cpu>)`,
 `.to(<device>)` / `.cuda()` on a tensor just built by `tensor/as_tensor/asarray/from_numpy`,
@@ -263,12 +263,12 @@ def _read_labels(path: str) -> Dict[Tuple[str, str], Tuple[str, str]]:
 def _version(root: str) -> str:
     folder = os.path.abspath(root)
     while folder != os.path.dirname(folder):
-        candidate = os.path.join(folder, "_version.py")
-        if os.path.isfile(candidate):
-            with open(candidate, encoding="utf-8") as handle:
-                found = re.search(r"__version__\s*=\s*(?:version\s*=\s*)?['\"]([^'\"]+)", handle.read())
-            if found:
-                return found.group(1)
+        for candidate in (os.path.join(folder, name) for name in ("_version.py", "version.py")):
+            if os.path.isfile(candidate):
+                with open(candidate, encoding="utf-8") as handle:
+                    found = re.search(r"__version__\s*=\s*(?:version\s*=\s*)?['\"]([^'\"]+)", handle.read())
+                if found:
+                    return found.group(1)
         folder = os.path.dirname(folder)
     return "unknown"
 
