@@ -16,13 +16,16 @@ default `RUNTIME_SCOPE_EXCLUDES`) are left out, and how many files that leaves o
 The sample is deterministic: within each engine and stratum (flagged / unflagged) sites are ordered by a hash
 of `path:line`, so a site keeps its place when tuning moves others. `--sample-out` writes each sampled site
 with its source for reading. `--labels` reads the hand classification (TSV: engine, path:line, label, note;
-labels `per-step`, `per-request`, `one-time`, `not-h2d`) and prints precision and estimated recall:
+labels `per-step`, `per-request`, `one-time` (setup: runs, but once or rarely), `never-runs` (nothing in the
+tree reaches it: dead code, a branch no caller takes), `not-h2d`) and prints precision and recall:
 
-- one-time share = one-time labels / labelled findings (goal: at most 5%);
+- one-time share = one-time labels / labelled findings (goal: at most 5%), then the never-runs share, and the
+  share of findings that are not hot at all (one-time, never-runs and not-h2d together);
 - recall = flagged hot / (flagged hot + unflagged hot), where each stratum's hot count is its labelled hot
   rate times its size (goal: at least 95%): exact when every site is labelled (a census), otherwise an
-  estimate with a conservative 95% interval from each sampled rate's Wilson interval; and the same recall without the unflagged sites the issue's rule definitions leave out by design
-  (`x.new_tensor()` on a receiver not known to be on an accelerator, constructors).
+  estimate with a conservative 95% interval from each sampled rate's Wilson interval; and the same recall
+  without the unflagged sites the issue's rule definitions leave out by design (`x.new_tensor()` on a
+  receiver not known to be on an accelerator, constructors).
 """
 
 from __future__ import annotations
@@ -178,7 +181,7 @@ def _print_estimates(report: EngineReport, labels: Dict[Tuple[str, str], Tuple[s
         detail = ", ".join(f"{k} {n}" for k, n in sorted(found.items()))
         print(f"  {stratum}: {len(sites)} sites, {counts[stratum][2]} labelled ({detail})")
         if stratum == "flagged" and found:
-            print(f"  one-time share of findings: {found['one-time'] / sum(found.values()):.1%}")
+            _print_precision(found)
     _print_recall("recall", counts["flagged"], counts["unflagged"])
     excluded = _by_design_exclusions(report, unflagged_sites)
     kept = unflagged_sites - excluded
@@ -189,6 +192,14 @@ def _print_estimates(report: EngineReport, labels: Dict[Tuple[str, str], Tuple[s
         counts["flagged"],
         (len(kept), sum(found[k] for k in HOT_LABELS), sum(found.values())),
     )
+
+
+def _print_precision(found: Counter) -> None:
+    labelled = sum(found.values())
+    not_hot = labelled - sum(found[k] for k in HOT_LABELS)
+    print(f"  one-time share of findings: {found['one-time'] / labelled:.1%} (setup code); never-runs "
+          f"{found['never-runs'] / labelled:.1%}; not hot at all (one-time, never-runs, not-h2d): "
+          f"{not_hot / labelled:.1%}")
 
 
 def _label_counts(engine: str, sites: Set[Tuple[str, int]], labels: Dict[Tuple[str, str], Tuple[str, str]]) -> Counter:
