@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from h2dlint.constructs import accelerator_attributes, stream_work_in
 from h2dlint.positions import span_of
@@ -86,6 +86,7 @@ class _Collector:
         self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
 
     def run(self, module: ast.Module) -> None:
+        self._once_flags = _once(lambda: once_flags(module))
         self._names.push(module_bindings(module, self._walrus) if self._rules else Bindings())
         self._frames.append(_Frame("module", ""))
         self._visit_all(module.body)
@@ -250,11 +251,21 @@ class _Collector:
 
     def _visit_if(self, node: ast.If) -> None:
         self._visit(node.test)
-        guard = _is_cached_build_guard(node.test, node.body, self._value_read_by(node.test))
+        tested_value = self._value_read_by(node.test)
+        guard = _is_cached_build_guard(node.test, node.body, tested_value) or self._is_once_flag_guard(node.test)
         self._one_time += guard
         self._visit_all(node.body)
         self._one_time -= guard
         self._visit_all(node.orelse)
+
+    def _is_once_flag_guard(self, test: ast.expr) -> bool:
+        """`if not X.done:` where this module only ever sets `done` to True (outside `__init__` and class
+        bodies, which give the default): the block runs until the flag is set, once."""
+        if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+            return False
+        flag = test.operand
+        is_attribute = isinstance(flag, ast.Attribute) and isinstance(flag.value, ast.Name)
+        return is_attribute and flag.attr in self._once_flags()  # type: ignore[union-attr]
 
     def _value_read_by(self, test: ast.expr) -> Optional[ast.expr]:
         """What the local tested by `if t is None:` holds there, when known (`t = self._t` before it)."""
@@ -625,6 +636,33 @@ def _dotted_name(expr: ast.expr) -> Optional[str]:
 
 def _is_none(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is None
+
+
+def once_flags(module: ast.Module) -> FrozenSet[str]:
+    """Attributes that the functions of `module` set only to True, at least once (`cls.has_set_value = True`),
+    apart from `__init__`, which gives the default."""
+    verdicts: Dict[str, bool] = {}
+    for function in ast.walk(module):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name == "__init__":
+            continue
+        for node in ast.walk(function):
+            for attribute, value in _attribute_assignments(node):
+                is_true = isinstance(value, ast.Constant) and value.value is True
+                verdicts[attribute] = verdicts.get(attribute, True) and is_true
+    return frozenset(attribute for attribute, only_true in verdicts.items() if only_true)
+
+
+def _attribute_assignments(node: ast.AST) -> Iterable[Tuple[str, Optional[ast.expr]]]:
+    """(attribute name, value) for each attribute `node` assigns; the value is None for an augmented
+    assignment or when the target is unpacked."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Attribute):
+                yield target.attr, node.value
+            else:
+                yield from ((n.attr, None) for n in ast.walk(target) if isinstance(n, ast.Attribute))
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Attribute):
+        yield node.target.attr, node.value if isinstance(node, ast.AnnAssign) else None
 
 
 def _is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt], tested_value: Optional[ast.expr] = None) -> bool:
