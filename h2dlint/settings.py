@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
 # Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
-# Tuned on the sglang and vllm runtimes (see benchmarks/engine_findings.py): the names their schedulers,
-# model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
+# Tuned on the sglang, vllm and lmdeploy runtimes (see benchmarks/engine_findings.py): the names their
+# schedulers, model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
 # Patterns are fnmatch globs, matched against the name with and without leading underscores; a pattern with a
 # dot (`*MetadataBuilder.build`) is matched against a method's class name and name instead.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
@@ -46,6 +46,10 @@ DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
     "get_*_feature",  # multimodal encoders, once per request with images, audio or video
     "embed_multimodal",
     "process_batch_result*",
+    # lmdeploy's PyTorch engine: the op backend and each model update their step context and model metas per
+    # forward, called through receivers whose class is not visible (`get_backend()`, `self.model`).
+    "update_step_context",
+    "update_model_metas",
 )
 
 # One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup, tests.
@@ -56,6 +60,7 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "__new__",
     "*load_weights*",
     "*load_model*",
+    "*build_model*",
     "*initialize*",  # initialize_model, _initialize: one-time, like __init__
     "load_state_dict",
     "*_after_loading",
