@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from h2dlint.constructs import accelerator_attributes, stream_work_in
 from h2dlint.positions import span_of
@@ -642,14 +642,30 @@ def once_flags(module: ast.Module) -> FrozenSet[str]:
     """Attributes that the functions of `module` set only to True, at least once (`cls.has_set_value = True`),
     apart from `__init__`, which gives the default."""
     verdicts: Dict[str, bool] = {}
-    for function in ast.walk(module):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name == "__init__":
-            continue
-        for node in ast.walk(function):
-            for attribute, value in _attribute_assignments(node):
-                is_true = isinstance(value, ast.Constant) and value.value is True
-                verdicts[attribute] = verdicts.get(attribute, True) and is_true
+    for statement in _statements(module.body):
+        for attribute, value in _attribute_assignments(statement):
+            is_true = isinstance(value, ast.Constant) and value.value is True
+            verdicts[attribute] = verdicts.get(attribute, True) and is_true
     return frozenset(attribute for attribute, only_true in verdicts.items() if only_true)
+
+
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case) if hasattr(ast, "match_case") else (ast.stmt, ast.excepthandler)
+
+
+def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """Every statement in `body` and the statements nested in it (function and class bodies, branches,
+    loops, handlers), except the bodies of `__init__`; assignments are statements, so no expression is
+    walked."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == "__init__":
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            nested = getattr(statement, field, None)
+            if isinstance(nested, list):  # `except` handlers and `match` cases are blocks of statements too
+                stack.extend(reversed([n for n in nested if isinstance(n, _BLOCKS)]))
 
 
 def _attribute_assignments(node: ast.AST) -> Iterable[Tuple[str, Optional[ast.expr]]]:
@@ -659,7 +675,7 @@ def _attribute_assignments(node: ast.AST) -> Iterable[Tuple[str, Optional[ast.ex
         for target in node.targets:
             if isinstance(target, ast.Attribute):
                 yield target.attr, node.value
-            else:
+            elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
                 yield from ((n.attr, None) for n in ast.walk(target) if isinstance(n, ast.Attribute))
     elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Attribute):
         yield node.target.attr, node.value if isinstance(node, ast.AnnAssign) else None
@@ -715,15 +731,17 @@ def _is_lazy_build_return(statement: ast.stmt, before: Sequence[ast.stmt], rest:
     if not (isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return)):
         return False
     subject = _lookup_tested_for_a_value(statement.test)
-    if subject is None:
-        return False
+    bare_name = statement.test is subject and isinstance(subject, ast.Name)
+    if subject is None or (bare_name and not _returns(statement, subject)):  # type: ignore[arg-type]
+        return False  # a bare `if x: return` is a memo only when it returns `x`
     looked_up = _copied_value(subject, before)
-    guarded = _attribute_of_name(looked_up)
-    later = [node for statement in rest for node in ast.walk(statement)]
+    guarded, cache = _attribute_of_name(looked_up), _memo_table(looked_up)
+    if guarded is None and cache is None:
+        return False
+    later = (node for statement in rest for node in ast.walk(statement))
     if guarded is not None:
         return any(isinstance(node, ast.Assign) and guarded in map(_attribute_of_name, node.targets) for node in later)
-    cache = _memo_table(looked_up)
-    return cache is not None and any(_fills(node, cache) for node in later)
+    return any(_fills(node, cache) for node in later)  # type: ignore[arg-type]
 
 
 def _lookup_tested_for_a_value(test: ast.expr) -> Optional[ast.expr]:
@@ -736,6 +754,11 @@ def _lookup_tested_for_a_value(test: ast.expr) -> Optional[ast.expr]:
     if isinstance(test, ast.NamedExpr):
         return test.value
     return test if isinstance(test, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else None
+
+
+def _returns(statement: ast.If, name: ast.Name) -> bool:
+    last = statement.body[-1]
+    return isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == name.id
 
 
 def _memo_table(lookup: ast.expr) -> Optional[ast.expr]:
@@ -846,7 +869,8 @@ def _compile_decorator(decorators: Sequence[ast.expr], names: NameResolver) -> O
 def _registered_op_function(call: ast.Call) -> Optional[str]:
     """The function name a registering call makes a custom op of: `direct_register_custom_op("op", f)` or
     `direct_register_custom_op(op_name="op", op_func=f)` give `f`."""
-    if not _CUSTOM_OP_REGISTRATION.search(_last_name(call.func)):
+    name = _last_name(call.func)
+    if not name.endswith("op") or not _CUSTOM_OP_REGISTRATION.search(name):  # the test first: most calls fail it
         return None
     given = [k.value for k in call.keywords if k.arg == "op_func"] or call.args[1:2]
     return given[0].id if given and isinstance(given[0], ast.Name) else None
