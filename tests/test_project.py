@@ -118,6 +118,57 @@ def test_calls_under_a_cached_build_guard_spread_no_heat(tmp_path, run_cli):
     assert code == 0, out
 
 
+LOADER = """
+    from .tables import build_tables, _build_plan
+
+    class Loader:
+        def load_model(self, rows, device):
+            return build_tables(rows, device)
+
+        def forward(self, key, rows, device):
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = _build_plan(rows, device)
+                self._plans[key] = plan
+            return plan
+"""
+
+TABLES = """
+    import torch
+
+    def build_tables(rows, device):
+        return [scale_row(r, device) for r in rows]
+
+    def scale_row(row, device):
+        return torch.tensor(row, device=device)
+
+    def _build_plan(rows, device):
+        return torch.tensor(rows, device=device)
+"""
+
+
+def test_functions_that_only_one_time_code_calls_are_one_time_across_files(tmp_path, run_cli):
+    root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/loader.py": LOADER, "pkg/tables.py": TABLES})
+    code, out, _ = run_cli("check", str(root))
+    # build_tables is called from load_model (one-time) only, so its loop does not make scale_row hot;
+    # _build_plan is private and called only under a memo guard, so its plan-like name does not make it hot.
+    assert code == 0, out
+    _, out, _ = run_cli("explain", f"{root}/pkg/tables.py:7")
+    assert "`scale_row` is only called from one-time code: from `build_tables`, which is cold" in out
+    _, out, _ = run_cli("explain", f"{root}/pkg/tables.py:10")
+    assert "`_build_plan` is only called from one-time code: under a one-time guard in " in out
+
+
+def test_a_second_caller_that_runs_per_step_keeps_the_heat(tmp_path, run_cli):
+    per_step = LOADER + """
+        def decode_step(self, rows, device):
+            return build_tables(rows, device)
+    """
+    root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/loader.py": per_step, "pkg/tables.py": TABLES})
+    _, out, _ = run_cli("check", str(root))
+    assert any("tables.py:7:" in line for line in findings(out))
+
+
 def test_explain_says_why_a_site_is_hot(project, run_cli):
     code, out, _ = run_cli("explain", f"{project}/pkg/batch.py:5")
     assert code == 0
@@ -494,3 +545,23 @@ def test_names_re_exported_by_a_star_import_resolve(tmp_path, run_cli):
     )
     _, out, _ = run_cli("check", str(root))
     assert_only_finding(out, "common.py:4", "`app.serve.step`")
+
+
+def test_explain_says_a_compiled_function_builds_its_tensors_in_the_graph(tmp_path, run_cli):
+    write_tree(
+        tmp_path,
+        {
+            "m.py": """
+                import torch as th
+
+                @th.compile(dynamic=True)
+                def forward(x):
+                    return x * th.tensor([0.5], device=x.device)
+            """
+        },
+    )
+    code, out, _ = run_cli("check", str(tmp_path))
+    assert code == 0, out
+    _, out, _ = run_cli("explain", f"{tmp_path}/m.py:5")
+    assert "`forward` is compiled by `@torch.compile`, which builds its tensors in the graph" in out
+    assert "HTD101 is not reported: the code around it is compiled, not run eagerly" in out
