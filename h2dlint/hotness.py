@@ -3,8 +3,10 @@
 A function is **cold** (one-time) when it is marked `# h2dlint: cold`, sits in a class so marked, has a
 one-time name (`__init__`, weight loading, buffer creation, capture, warmup; see `Settings`), caches its
 results (`@functools.lru_cache`, `@cache`, `@cached_property`: the body runs once per key), is compiled by
-`@torch.compile` (its tensors are built inside the compiled graph, not copied per call), or is nested in a
-cold function. Cold wins: nothing in a cold function is reported, and hotness does not flow into it.
+`@torch.compile` (its tensors are built inside the compiled graph, not copied per call), is nested in a
+cold function, or is only called from one-time code (module level, cold functions, one-time guards; public
+per-step names excepted, see `_spread_cold_to_callees`). Cold wins: nothing in a cold function is reported,
+and hotness does not flow into it.
 
 A function is **hot** when it is marked `# h2dlint: hot` (or its class is), has a per-step entry-point
 name, is registered as a torch custom op (`@torch.library.custom_op`, `direct_register_custom_op(op_func=f)`:
@@ -314,7 +316,7 @@ def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
     """Marked hot, or a public entry point with a per-step name."""
     summary = graph.summary(key[0])
     function = summary.functions.get(key[1]) if summary is not None else None
-    if function is None or summary is None:
+    if summary is None or function is None:
         return False
     cls = summary.classes.get(function.class_qualname or "")
     if function.marker == "hot" or (cls is not None and cls.marker == "hot"):
