@@ -3,8 +3,8 @@
     python benchmarks/engine_findings.py sglang=/tmp/engines/sglang_x/sglang/srt vllm=/tmp/engines/vllm_x/vllm \
         --labels benchmarks/engine_labels.tsv --sample-out /tmp/engine_sample.md
 
-For each tree it prints: the engine version (from `_version.py` or `version.py` above the tree), files, lines, seconds, and
-findings per code. Independently of h2dlint it also lists every *H2D construct* in the tree with a loose,
+For each tree it prints: the engine version (from `_version.py` or `version.py` above the tree), files, lines,
+seconds, and findings per code. Independently of h2dlint it also lists every *H2D construct* in the tree with a loose,
 name-based scan (no import resolution, no hotness): `tensor/as_tensor/asarray(..., device=<not cpu>)`,
 `.to(<device>)` / `.cuda()` on a tensor just built by `tensor/as_tensor/asarray/from_numpy`,
 `x.new_tensor(...)`, and `buf.copy_(...)` of such a tensor (whatever `buf`'s device, which the scan does
