@@ -165,7 +165,7 @@ class _Collector:
         """A function's statements; those after an early return of a lazy build are one-time."""
         for index, statement in enumerate(body):
             self._visit(statement)
-            if _is_lazy_build_return(statement, body[:index], body[index + 1 :]):
+            if _is_lazy_build_return(statement, body[index + 1 :], self._names.value_at):
                 self._one_time += 1
                 self._visit_all(body[index + 1 :])
                 self._one_time -= 1
@@ -722,7 +722,9 @@ def _grows_on_demand(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     )
 
 
-def _is_lazy_build_return(statement: ast.stmt, before: Sequence[ast.stmt], rest: Sequence[ast.stmt]) -> bool:
+def _is_lazy_build_return(
+    statement: ast.stmt, rest: Sequence[ast.stmt], value_at: Callable[[ast.Name], Optional[ast.expr]]
+) -> bool:
     """`if layer._wrapper is not None: return ...` followed by code that sets `layer._wrapper`: what follows
     runs once, on the first call. The guard may read a local copied from the attribute just before
     (`context = self._context` then `if context is not None: return context`). A memo lookup is the same
@@ -734,7 +736,7 @@ def _is_lazy_build_return(statement: ast.stmt, before: Sequence[ast.stmt], rest:
     bare_name = statement.test is subject and isinstance(subject, ast.Name)
     if subject is None or (bare_name and not _returns(statement, subject)):  # type: ignore[arg-type]
         return False  # a bare `if x: return` is a memo only when it returns `x`
-    looked_up = _copied_value(subject, before)
+    looked_up = (value_at(subject) or subject) if isinstance(subject, ast.Name) else subject
     guarded, cache = _attribute_of_name(looked_up), _memo_table(looked_up)
     if guarded is None and cache is None:
         return False
@@ -767,20 +769,6 @@ def _memo_table(lookup: ast.expr) -> Optional[ast.expr]:
         return lookup.value
     is_get = isinstance(lookup, ast.Call) and isinstance(lookup.func, ast.Attribute) and lookup.func.attr == "get"
     return lookup.func.value if is_get else None  # type: ignore[union-attr]
-
-
-def _copied_value(subject: ast.expr, before: Sequence[ast.stmt]) -> ast.expr:
-    """The attribute or lookup that the local `subject` was last assigned from in `before`
-    (`x = layer._x`, `x = cache.get(key)`), if it was; otherwise `subject` itself."""
-    if not isinstance(subject, ast.Name):
-        return subject
-    for statement in reversed(before):
-        if any(isinstance(node, ast.Name) and node.id == subject.id and isinstance(node.ctx, ast.Store)
-               for node in ast.walk(statement)):
-            simple = isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            copied = simple and isinstance(statement.value, (ast.Attribute, ast.Call, ast.Subscript))
-            return statement.value if copied else subject  # type: ignore[union-attr]
-    return subject
 
 
 def _attribute_of_name(target: ast.expr) -> Optional[Tuple[str, str]]:
