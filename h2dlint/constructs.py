@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from h2dlint.arguments import (
     has_star_args,
@@ -18,7 +18,6 @@ from h2dlint.arguments import (
 from h2dlint.scopes import NameResolver, function_bindings
 
 LocalValue = Callable[[str], Optional[ast.expr]]  # the value a function's local holds, when it is known
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 HOST_DEVICE_TYPES = frozenset({"cpu", "meta"})
 
@@ -144,35 +143,27 @@ def accelerator_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet[
     tensor, a parameter, a tuple target) leaves `x` out; assignments from outside the class are not seen.
     Also the collections of such tensors: `self.views = []` (or `{}`) filled only with device tensors or
     views of device attributes (`self.views.append(self.buf[:n])`, `self.views[n] = ...`), at least once."""
-    methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    locals_of = [function_bindings(method).single_values.get for method in methods]
-    verdicts: Dict[str, bool] = {}
-    for method, local_value in zip(methods, locals_of):
+    on_device: Dict[str, bool] = {}  # attribute -> every assignment is a device tensor
+    only_emptied: Dict[str, bool] = {}  # attribute -> every assignment is an empty list or dict
+    fills: List[Tuple[str, ast.expr, LocalValue]] = []  # (attribute, item, the method's locals) per fill
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        local_value = function_bindings(method).single_values.get
         for node in ast.walk(method):
             for target, value in _assignments(node):
                 for attribute in _self_attributes(target):
-                    on_device = value is not None and _is_device_construct(value, names, local_value)
-                    verdicts[attribute] = verdicts.get(attribute, True) and on_device
-    tensors = frozenset(attribute for attribute, always in verdicts.items() if always)
-    return tensors | _device_collections(methods, locals_of, tensors, names)
-
-
-def _device_collections(
-    methods: List[FunctionNode], locals_of: List[LocalValue], tensors: FrozenSet[str], names: NameResolver
-) -> FrozenSet[str]:
-    """The attributes only ever set to an empty list or dict and filled with device tensors (see
-    `accelerator_attributes`); `tensors` are the attributes known to hold one."""
-    verdicts: Dict[str, bool] = {}
-    for method, local_value in zip(methods, locals_of):
-        for node in ast.walk(method):
-            for target, value in _assignments(node):
-                for attribute in _self_attributes(target):
-                    if not _is_empty_collection(value):
-                        verdicts[attribute] = False
-            for attribute, item in _collection_fills(node):
-                is_device = _is_device_construct(item, names, local_value) or _is_view_of(item, tensors)
-                verdicts[attribute] = verdicts.get(attribute, True) and is_device
-    return frozenset(attribute for attribute, always in verdicts.items() if always)
+                    is_device = value is not None and _is_device_construct(value, names, local_value)
+                    on_device[attribute] = on_device.get(attribute, True) and is_device
+                    only_emptied[attribute] = only_emptied.get(attribute, True) and _is_empty_collection(value)
+            fills.extend((attribute, item, local_value) for attribute, item in _collection_fills(node))
+    tensors = frozenset(attribute for attribute, always in on_device.items() if always)
+    filled_with_devices: Dict[str, bool] = {}
+    for attribute, item, local_value in fills:
+        is_device = _is_device_construct(item, names, local_value) or _is_view_of(item, tensors)
+        filled_with_devices[attribute] = filled_with_devices.get(attribute, True) and is_device
+    collections = {a for a, always in filled_with_devices.items() if always and only_emptied.get(a, True)}
+    return tensors | collections
 
 
 def _collection_fills(node: ast.AST) -> Iterable[Tuple[str, ast.expr]]:
