@@ -14,10 +14,10 @@ import json
 import sys
 from typing import Dict, Optional, Sequence
 
-from h2dlint.analyzer import check_file
-from h2dlint.files import discover
-from h2dlint.project import analyse
-from h2dlint.settings import Settings
+from h2dlint.facts.settings import Settings
+from h2dlint.project.files import discover
+from h2dlint.project.findings import check_file
+from h2dlint.project.run import analyse
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

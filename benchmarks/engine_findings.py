@@ -42,9 +42,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from h2dlint.config import Overrides, config_for_path, settings_from
-from h2dlint.files import discover
-from h2dlint.project import check_paths
+from h2dlint.project.config import Overrides, config_for_path, settings_from
+from h2dlint.project.files import discover
+from h2dlint.project.run import check_paths
 
 BUILDERS = {"tensor", "as_tensor", "asarray"}
 HOST_BUILDERS = BUILDERS | {"from_numpy"}

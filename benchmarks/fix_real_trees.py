@@ -55,10 +55,10 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from h2dlint.config import configs_remembered, excluded_by_config
-from h2dlint.files import discover
-from h2dlint.positions import line_starts
-from h2dlint.sources import SourceError, decode_source
+from h2dlint.facts.positions import line_starts
+from h2dlint.facts.sources import SourceError, decode_source
+from h2dlint.project.config import configs_remembered, excluded_by_config
+from h2dlint.project.files import discover
 
 COPIED_NAMES = (".gitignore", "pyproject.toml")
 GIT_IDENTITY = ["-c", "user.name=h2dlint benchmark", "-c", "user.email=h2dlint@localhost", "-c", "commit.gpgsign=false"]

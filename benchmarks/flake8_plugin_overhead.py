@@ -15,7 +15,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from h2dlint.flake8_plugin import Flake8Checker
+from h2dlint.faces.flake8_plugin import Flake8Checker
 
 REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "reference"
 

@@ -1,5 +1,5 @@
 import sys
 
-from h2dlint.cli import main
+from h2dlint.faces.cli import main
 
 sys.exit(main())

@@ -59,7 +59,7 @@ def _no_colour_settings(monkeypatch):
 @pytest.fixture
 def run_cli(capsys):
     """Run `h2dlint ARGS...` in-process; returns (exit code, stdout, stderr)."""
-    from h2dlint.cli import main
+    from h2dlint.faces.cli import main
 
     def run(*args: str, cwd: "os.PathLike[str] | None" = None):
         old = os.getcwd()

@@ -11,10 +11,10 @@ import re
 import symtable
 from typing import Iterable, List, Sequence, Set
 
-from h2dlint.analyzer import Diagnostic
-from h2dlint.autofix import fix_source
-from h2dlint.positions import lines_with_endings, source_lines
-from h2dlint.settings import Settings
+from h2dlint.facts.positions import lines_with_endings, source_lines
+from h2dlint.facts.settings import Settings
+from h2dlint.fixing.autofix import fix_source
+from h2dlint.project.findings import Diagnostic
 
 
 def parse_problems(fixed: str, original_compiles: bool) -> List[str]:

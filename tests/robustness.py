@@ -32,10 +32,10 @@ from fix_invariants import (
     kept_line_problems, parse_problems,
 )
 from fuzz_programs import Program
-from h2dlint.analyzer import Diagnostic, check_source
-from h2dlint.autofix import fix_source
-from h2dlint.noqa import add_noqa
-from h2dlint.settings import Settings
+from h2dlint.project.findings import Diagnostic, check_source
+from h2dlint.fixing.autofix import fix_source
+from h2dlint.facts.noqa import add_noqa
+from h2dlint.facts.settings import Settings
 
 KINDS = ("crash", "bad-error", "not-parsing", "not-idempotent", "fixable-left", "lines-changed", "shadowed-helper",
          "import-placement", "noqa", "flake8", "cli")
@@ -65,7 +65,7 @@ def _parses(text: str, mode: Callable[[str], object]) -> bool:
 
 def _expected_failure(face: str, error: BaseException, valid: bool) -> Optional[Problem]:
     """A `SourceError` for a program that is not `valid` is the documented outcome, if its reason is one line."""
-    from h2dlint.sources import SourceError
+    from h2dlint.facts.sources import SourceError
 
     if not isinstance(error, SourceError) or valid:
         return _crash(face, error)
@@ -137,8 +137,8 @@ def flake8_problems(path: str, settings: Settings) -> List[Problem]:
     cookie naming an unknown encoding, which flake8 reads as latin-1), one HTD001 with the CLI's reason."""
     from flake8.processor import FileProcessor
 
-    from h2dlint.analyzer import check_file
-    from h2dlint.flake8_plugin import NOT_ANALYSED, Flake8Checker
+    from h2dlint.faces.flake8_plugin import NOT_ANALYSED, Flake8Checker
+    from h2dlint.project.findings import check_file
 
     processor = FileProcessor(path, _flake8_options())
     try:
@@ -164,8 +164,8 @@ COMMANDS = (["check"], ["check", "--diff"], ["check", "--fix"], ["check", "--fix
 def cli_problems(folder: str) -> List[Problem]:
     """In this process: `h2dlint check`, `--diff`, `--fix` twice (the second changes no byte), `--add-noqa`,
     and `check` again, which then passes if the file can be checked. Each exits 0 or 1, with no traceback."""
-    from h2dlint.analyzer import check_file
-    from h2dlint.cli import main
+    from h2dlint.faces.cli import main
+    from h2dlint.project.findings import check_file
 
     path = os.path.join(folder, "program.py")
     readable = check_file(path, Settings()).error is None

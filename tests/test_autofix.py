@@ -7,12 +7,12 @@ import stat
 import subprocess
 
 import pytest
-
 from conftest import PYTHON, ROOT
-from h2dlint.autofix import apply_fixes, fix_file, write_atomically
-from h2dlint.settings import Settings
-from h2dlint.sources import SourceError
-from h2dlint.summary import Edit, Fix, Span
+
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.sources import SourceError
+from h2dlint.facts.summary import Edit, Fix, Span
+from h2dlint.fixing.autofix import apply_fixes, fix_file, write_atomically
 
 HOT = "import torch\n\n\ndef forward(ids, device):\n    return torch.tensor(ids, device=device)  # keep me\n"
 FIXED = (
@@ -84,7 +84,7 @@ def test_refuses_to_overwrite_a_file_that_changed_since_it_was_read(tmp_path):
 
 def test_check_fix_reports_a_file_edited_while_it_was_being_fixed_and_keeps_the_edit(tmp_path, run_cli, monkeypatch):
     """An editor saves the file after `--fix` read it and before it writes: the edit wins, the run says so."""
-    import h2dlint.autofix as autofix
+    import h2dlint.fixing.autofix as autofix
 
     edited, other = tmp_path / "a.py", tmp_path / "b.py"
     edited.write_text(HOT, encoding="utf-8")
@@ -138,7 +138,7 @@ def test_fix_and_diff_are_mutually_exclusive(run_cli):
 
 
 def test_helper_module_setting_changes_the_import():
-    from h2dlint.autofix import fix_source
+    from h2dlint.fixing.autofix import fix_source
 
     fixed, _, _ = fix_source(HOT, Settings(helper_module="mypkg._h2d"))
     assert "from mypkg._h2d import h2d_tensor\n" in fixed

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
-
 from conftest import HOT, PYTHON, ROOT, write
 
 EXIT_FINDINGS, EXIT_USAGE = 1, 2

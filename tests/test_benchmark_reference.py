@@ -6,7 +6,6 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import PYTHON, ROOT, cuda_available
 
 SCRIPT = ROOT / "benchmarks" / "reference_cuda.py"

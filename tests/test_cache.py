@@ -8,11 +8,11 @@ from dataclasses import replace
 import pytest
 
 import h2dlint
-import h2dlint.project
-from h2dlint.cache import Cache, run_key
-from h2dlint.hotness import propagate
-from h2dlint.index import ProjectGraph
-from h2dlint.settings import Settings
+import h2dlint.project.run
+from h2dlint.facts.settings import Settings
+from h2dlint.project.cache import Cache, run_key
+from h2dlint.project.hotness import propagate
+from h2dlint.project.index import ProjectGraph
 
 HOT_CALLER = "from .lib import build\n\ndef forward(ids, dev):\n    return build(ids, dev)\n"
 LOOP_CALLER = "from lib import build\n\ndef main(dev):\n    for i in range(9):\n        build([i], dev)\n"
@@ -33,13 +33,13 @@ def project(tmp_path):
 def parses(monkeypatch):
     """How many files the next runs parse (rather than take from the cache)."""
     count = {"files": 0}
-    real = h2dlint.project.summarize_source
+    real = h2dlint.project.run.summarize_source
 
     def counting(text, settings, rules):
         count["files"] += 1
         return real(text, settings, rules)
 
-    monkeypatch.setattr(h2dlint.project, "summarize_source", counting)
+    monkeypatch.setattr(h2dlint.project.run, "summarize_source", counting)
     return count
 
 
@@ -110,7 +110,7 @@ def test_the_cache_folder_ignores_itself_and_no_cache_writes_nothing(project, ru
 
 
 def test_one_and_many_workers_give_identical_results(tmp_path, run_cli, monkeypatch):
-    monkeypatch.setattr(h2dlint.project, "SERIAL_BELOW", 2)  # use worker processes even for a small tree
+    monkeypatch.setattr(h2dlint.project.run, "SERIAL_BELOW", 2)  # use worker processes even for a small tree
     package = tmp_path / "many"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -139,13 +139,13 @@ def test_jobs_must_be_positive(run_cli, tmp_path):
 def propagations(monkeypatch):
     """How many times the next runs propagate heat across the project (rather than reuse the last run's)."""
     count = {"runs": 0}
-    real = h2dlint.project.propagate
+    real = h2dlint.project.run.propagate
 
     def counting(graph, settings):
         count["runs"] += 1
         return real(graph, settings)
 
-    monkeypatch.setattr(h2dlint.project, "propagate", counting)
+    monkeypatch.setattr(h2dlint.project.run, "propagate", counting)
     return count
 
 
@@ -211,7 +211,7 @@ def test_propagation_reads_nothing_that_moved_loops_ignores():
     """What lets a run reuse the heat when a changed file differs only in what `hotness.moved_loops` ignores:
     sites, lines other than a loop call's, and calls that name no function of the project."""
     folder = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures")
-    run = h2dlint.project.analyse_paths([folder], Settings(), jobs=1, use_cache=False)
+    run = h2dlint.project.run.analyse_paths([folder], Settings(), jobs=1, use_cache=False)
     names = {f.name for file in run.summaries.values() for f in file.summary.functions.values()}
     stripped = {run.modules[p]: _stripped(file.summary, names) for p, file in run.summaries.items()}
     graph = ProjectGraph(stripped, {m: p for p, m in run.modules.items()})

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from conftest import FIXTURES
-from h2dlint.analyzer import check_source
-from h2dlint.settings import Settings
+
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source
 
 CASES = sorted((FIXTURES / "checker").glob("*.py"))
 

@@ -8,10 +8,9 @@ import subprocess
 import textwrap
 
 import pytest
+from conftest import HOT, HOT_104, PYTHON, REFERENCE, ROOT, write
 
 from h2dlint.rules import ALL_RULES
-
-from conftest import HOT, HOT_104, PYTHON, REFERENCE, ROOT, write
 
 CLEAN = "import torch\n\ndef __init__(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
 

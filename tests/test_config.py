@@ -6,10 +6,10 @@ import json
 import os
 
 import pytest
-
 from conftest import HOT, HOT_104, write
-from h2dlint.config import ConfigError, Overrides, config_for_path, settings_for_path
-from h2dlint.settings import Settings
+
+from h2dlint.facts.settings import Settings
+from h2dlint.project.config import ConfigError, Overrides, config_for_path, settings_for_path
 
 RUN_BATCH = "import torch\n\ndef run_batch(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
 
@@ -184,7 +184,7 @@ def test_accelerator_tensors_lets_htd107_report_buffers_it_cannot_see(tmp_path, 
 
 
 def test_flake8_plugin_reads_the_files_configuration(tmp_path):
-    from h2dlint.flake8_plugin import Flake8Checker
+    from h2dlint.faces.flake8_plugin import Flake8Checker
 
     path = write(tmp_path, "hot.py", HOT)
     lines = HOT.splitlines(keepends=True)
@@ -198,7 +198,7 @@ def test_flake8_plugin_reads_the_files_configuration(tmp_path):
 
 
 def test_one_run_looks_each_folder_up_once_and_the_next_run_sees_edits(tmp_path):
-    from h2dlint.config import config_for_path, configs_remembered
+    from h2dlint.project.config import config_for_path, configs_remembered
 
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.h2dlint]\nselect = ["HTD101"]\n', encoding="utf-8")

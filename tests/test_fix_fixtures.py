@@ -11,15 +11,18 @@ import ast
 import os
 
 import pytest
-
 from conftest import FIXTURES
 from fix_invariants import (
-    fixable_left_problems, helper_shadowing_problems, idempotence_problems, import_placement_problems,
+    fixable_left_problems,
+    helper_shadowing_problems,
+    idempotence_problems,
+    import_placement_problems,
     kept_line_problems,
 )
-from h2dlint.analyzer import check_source
-from h2dlint.autofix import fix_source
-from h2dlint.settings import Settings
+
+from h2dlint.facts.settings import Settings
+from h2dlint.fixing.autofix import fix_source
+from h2dlint.project.findings import check_source
 
 CASES = sorted((FIXTURES / "fix").glob("*.in.py"))
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import FIXTURES, PYTHON, REFERENCE, ROOT
 
 SCRIPT = ROOT / "benchmarks" / "fix_real_trees.py"

@@ -7,7 +7,6 @@ import os
 import subprocess
 
 import pytest
-
 from conftest import FIXTURES, PYTHON, REFERENCE
 
 pytest.importorskip("flake8")
@@ -114,12 +113,12 @@ def test_an_internal_failure_is_one_htd001_finding_not_a_crash(tmp_path, monkeyp
     """Driven through flake8's own application, in this process, so that the core can be made to fail."""
     from flake8.main.application import Application
 
-    import h2dlint.flake8_plugin
+    import h2dlint.faces.flake8_plugin
 
     def broken(*args):
         raise KeyError("boom")
 
-    monkeypatch.setattr(h2dlint.flake8_plugin, "check_source_in_project", broken)
+    monkeypatch.setattr(h2dlint.faces.flake8_plugin, "check_source_in_project", broken)
     (tmp_path / "m.py").write_text(HOT, encoding="utf-8")
     app = Application()
     app.run(["--isolated", "--jobs", "1", "--select", "HTD", f"--format={FORMAT}", str(tmp_path / "m.py")])
@@ -131,13 +130,13 @@ def test_an_internal_failure_is_one_htd001_finding_not_a_crash(tmp_path, monkeyp
 
 
 def test_files_without_torch_are_not_parsed(monkeypatch):
-    import h2dlint.analyzer
-    from h2dlint.flake8_plugin import Flake8Checker
+    import h2dlint.checker.analyzer
+    from h2dlint.faces.flake8_plugin import Flake8Checker
 
     def must_not_analyse(*args, **kwargs):
         raise AssertionError("a file without torch was analysed")
 
-    monkeypatch.setattr(h2dlint.analyzer, "summarize", must_not_analyse)
+    monkeypatch.setattr(h2dlint.checker.analyzer, "summarize", must_not_analyse)
     lines = ["import numpy as np\n", "def forward(x):\n", "    return np.array(x, device='cuda')\n"]
     assert list(Flake8Checker(None, lines, "m.py").run()) == []
 

@@ -8,9 +8,8 @@ are pinned here as explicit examples, minimised, each with the bug it found.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 from fuzz_programs import Program, broken_program, hypothesmith_program, programs, template_program
+from hypothesis import HealthCheck, given, settings
 from robustness import check_program
 
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # generated code is full of them

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-
 from conftest import PYTHON
 
 FILES = 120

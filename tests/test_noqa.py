@@ -7,12 +7,12 @@ import os
 import stat
 
 import pytest
-
 from conftest import HOT
-from h2dlint.analyzer import check_source
-from h2dlint.noqa import NoqaComments, add_noqa
-from h2dlint.positions import lines_with_endings
-from h2dlint.settings import Settings
+
+from h2dlint.facts.noqa import NoqaComments, add_noqa
+from h2dlint.facts.positions import lines_with_endings
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source
 
 
 def codes_and_rows(text):

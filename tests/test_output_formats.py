@@ -8,12 +8,12 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import FIXTURES, PYTHON, REFERENCE, ROOT
-from h2dlint.analyzer import Diagnostic, FileResult
-from h2dlint.output import render
+
+from h2dlint.faces.output import render
+from h2dlint.facts.summary import Edit, Fix, Span
+from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import ALL_RULES
-from h2dlint.summary import Edit, Fix, Span
 
 HOT = "import torch\n\ndef forward(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
 

@@ -6,11 +6,11 @@ import ast
 import subprocess
 
 import pytest
-
 from conftest import PYTHON, REFERENCE
-from h2dlint.analyzer import check_source
-from h2dlint.positions import source_lines, span_of
-from h2dlint.settings import Settings
+
+from h2dlint.facts.positions import source_lines, span_of
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_form_feed_does_not_shift_rows():
 def test_checking_does_not_import_libcst():
     """libcst's import alone costs more than a warm run; only writing fixes may need it."""
     script = (
-        "import sys\nfrom h2dlint.cli import main\n"
+        "import sys\nfrom h2dlint.faces.cli import main\n"
         "assert main(['check', sys.argv[1]]) == 1\n"
         "assert 'libcst' not in sys.modules, 'libcst was imported'\n"
     )

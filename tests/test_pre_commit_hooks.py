@@ -13,7 +13,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import PYTHON, REFERENCE, ROOT
 
 pytestmark = pytest.mark.network

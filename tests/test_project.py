@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from h2dlint.analyzer import check_source, check_source_in_project
-from h2dlint.settings import Settings
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source, check_source_in_project
 
 
 def write_tree(root, files):

@@ -8,13 +8,14 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import PYTHON, REFERENCE
-from h2dlint.analyzer import check_file, enabled_rules
-from h2dlint.collector import summarize
-from h2dlint.files import discover
-from h2dlint.positions import source_lines
-from h2dlint.settings import Settings
+
+from h2dlint.checker.analyzer import enabled_rules
+from h2dlint.checker.collector import summarize
+from h2dlint.facts.positions import source_lines
+from h2dlint.facts.settings import Settings
+from h2dlint.project.files import discover
+from h2dlint.project.findings import check_file
 
 
 def _line_of(filename, needle):

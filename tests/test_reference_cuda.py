@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import PYTHON, REFERENCE
 from test_reference import _digest, _fixed_copy
 

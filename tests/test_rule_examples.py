@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from h2dlint.analyzer import check_source
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source
 from h2dlint.rules import ALL_RULES
-from h2dlint.settings import Settings
 
 
 def _cases(kind):

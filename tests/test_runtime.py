@@ -18,13 +18,13 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from cuda_sync import first_sync_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as npst
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from cuda_sync import first_sync_error
 from h2dlint import runtime
 from h2dlint.runtime import h2d_as_tensor, h2d_tensor
 
@@ -491,7 +491,7 @@ def test_the_helpers_hand_the_target_to_the_pinned_path(fake_cuda, monkeypatch):
 
 def test_the_source_vendor_helper_copies_is_this_module_and_stands_alone():
     # `h2dlint vendor-helper` copies this file into projects that need not have h2dlint or libcst.
-    from h2dlint.cli import RUNTIME_SOURCE
+    from h2dlint.faces.cli import RUNTIME_SOURCE
 
     assert os.path.samefile(RUNTIME_SOURCE, runtime.__file__)
     tree = ast.parse(open(RUNTIME_SOURCE, encoding="utf-8").read())

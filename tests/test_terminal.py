@@ -8,7 +8,6 @@ import struct
 import subprocess
 
 import pytest
-
 from conftest import PYTHON
 
 pty = pytest.importorskip("pty")  # these three are POSIX only

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from h2dlint.constructs import accelerator_device, has_empty_literal_data
-from h2dlint.rewrites import constructor_rewrite
+from h2dlint.facts.constructs import accelerator_device, has_empty_literal_data
+from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
-from h2dlint.scopes import NameResolver
+from h2dlint.rules.rewrites import constructor_rewrite
 
 
 class AsTensorWithDevice(Rule):

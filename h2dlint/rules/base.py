@@ -1,7 +1,7 @@
 """The shape of a rule: one plain idea, its documentation, and its own examples (which are its tests).
 
 A rule only recognises a construct at a call site. Whether the site is hot, and so whether it is reported,
-is decided once for all rules by `h2dlint.hotness`.
+is decided once for all rules by `h2dlint.project.hotness`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Sequence, Tuple
 
-from h2dlint.rewrites import Rewrite
-from h2dlint.scopes import NameResolver
-from h2dlint.settings import Settings
+from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.settings import Settings
+from h2dlint.rules.rewrites import Rewrite
 
 
 @dataclass(frozen=True)

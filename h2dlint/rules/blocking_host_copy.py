@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from h2dlint.constructs import device_copy, host_built_tensor, is_pinned
-from h2dlint.rewrites import copy_rewrite
+from h2dlint.facts.constructs import device_copy, host_built_tensor, is_pinned
+from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
-from h2dlint.scopes import NameResolver
+from h2dlint.rules.rewrites import copy_rewrite
 
 
 class BlockingHostCopy(Rule):

@@ -6,10 +6,10 @@ import ast
 import fnmatch
 from typing import Optional
 
-from h2dlint.arguments import is_constant, is_false_literal, keyword_arg, keyword_value, positional_args
-from h2dlint.constructs import host_built_tensor, on_accelerator
+from h2dlint.facts.arguments import is_constant, is_false_literal, keyword_arg, keyword_value, positional_args
+from h2dlint.facts.constructs import host_built_tensor, on_accelerator
+from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
-from h2dlint.scopes import NameResolver
 
 
 class CopyIntoDeviceBuffer(Rule):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Optional, Sequence, Type
 
+from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.settings import Settings
 from h2dlint.rules.as_tensor_with_device import AsTensorWithDevice
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.blocking_host_copy import BlockingHostCopy
@@ -12,8 +14,6 @@ from h2dlint.rules.copy_into_device_buffer import CopyIntoDeviceBuffer
 from h2dlint.rules.new_tensor_on_device import NewTensorOnDevice
 from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
 from h2dlint.rules.tensor_with_device import TensorWithDevice
-from h2dlint.scopes import NameResolver
-from h2dlint.settings import Settings
 
 # The constructs this rule looks for under capture: those of every other H2D rule.
 COPY_RULES: Sequence[Type[Rule]] = (

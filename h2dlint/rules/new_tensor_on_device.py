@@ -6,10 +6,10 @@ import ast
 import fnmatch
 from typing import Optional
 
-from h2dlint.arguments import keyword_value
-from h2dlint.constructs import is_host_device, on_accelerator
+from h2dlint.facts.arguments import keyword_value
+from h2dlint.facts.constructs import is_host_device, on_accelerator
+from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
-from h2dlint.scopes import NameResolver
 
 
 class NewTensorOnDevice(Rule):

@@ -13,12 +13,12 @@ import ast
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple, Union
 
-from h2dlint.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
-from h2dlint.constructs import DATA_CONSTRUCTORS
-from h2dlint.helper_import import helper_reference
-from h2dlint.positions import skip_trivia, source_segment, span_of
-from h2dlint.scopes import NameResolver
-from h2dlint.summary import Edit, Fix, Span
+from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
+from h2dlint.facts.constructs import DATA_CONSTRUCTORS
+from h2dlint.facts.positions import skip_trivia, source_segment, span_of
+from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.summary import Edit, Fix, Span
+from h2dlint.rules.helper_import import helper_reference
 
 # The keywords each helper takes; anything else (`pin_memory=`, `names=`, `**kwargs`) is left alone.
 HELPER_KEYWORDS = {

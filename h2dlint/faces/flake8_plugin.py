@@ -10,10 +10,11 @@ import os
 from typing import Any, Iterator, List, Tuple
 
 from h2dlint import __version__
-from h2dlint.analyzer import Diagnostic, check_source, check_source_in_project, failure_reason
-from h2dlint.config import settings_for_path
-from h2dlint.settings import Settings
-from h2dlint.sources import read_source
+from h2dlint.checker.analyzer import failure_reason
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.sources import read_source
+from h2dlint.project.config import settings_for_path
+from h2dlint.project.findings import Diagnostic, check_source, check_source_in_project
 
 # Reported once, at 1:1, when a file that Python parses cannot be analysed (too deeply nested for the
 # analysis, or a bug). flake8 reports real syntax errors itself (E999) and then runs no tree plugin.

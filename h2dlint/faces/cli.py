@@ -14,10 +14,17 @@ from contextlib import contextmanager
 from typing import Iterator, List, Optional, Sequence
 
 from h2dlint import __version__
-from h2dlint.analyzer import FileResult, enabled_codes, enabled_rules
-from h2dlint.autofix import unified_diff
-from h2dlint.baseline import add_noqa_to_file
-from h2dlint.config import (
+from h2dlint.checker.analyzer import enabled_codes, enabled_rules
+from h2dlint.faces.explain import explain_line, parse_location, project_folder
+from h2dlint.faces.output import FORMATS, count_findings, render, render_errors, render_statistics
+from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
+from h2dlint.facts.positions import source_lines
+from h2dlint.facts.settings import Settings, UsageError
+from h2dlint.facts.sources import SourceError, read_bytes, read_source
+from h2dlint.fixing.autofix import unified_diff
+from h2dlint.fixing.baseline import add_noqa_to_file
+from h2dlint.fixing.project_fix import fix_paths
+from h2dlint.project.config import (
     Overrides,
     config_for_path,
     configs_remembered,
@@ -27,16 +34,11 @@ from h2dlint.config import (
     unusable_config,
     unusable_configs,
 )
-from h2dlint.explain import explain_line, parse_location, project_folder
-from h2dlint.output import FORMATS, count_findings, render, render_errors, render_statistics
-from h2dlint.positions import source_lines
-from h2dlint.project import analyse_paths, check_paths, fix_paths
+from h2dlint.project.findings import FileResult
+from h2dlint.project.run import analyse_paths, check_paths
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
-from h2dlint.settings import Settings, UsageError
-from h2dlint.sources import SourceError, read_bytes, read_source
-from h2dlint.terminal import is_terminal, wants_colour, with_progress
 
-RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime.py")  # read, never imported
+RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime.py")  # read, never imported
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 

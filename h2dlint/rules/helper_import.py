@@ -6,8 +6,8 @@ import ast
 from functools import lru_cache
 from typing import AbstractSet, FrozenSet, Optional, Sequence, Tuple
 
-from h2dlint.positions import line_break_of, line_starts, skip_trivia, span_of
-from h2dlint.summary import Edit, Span
+from h2dlint.facts.positions import line_break_of, line_starts, skip_trivia, span_of
+from h2dlint.facts.summary import Edit, Span
 
 
 def helper_reference(

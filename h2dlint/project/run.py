@@ -17,27 +17,20 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-from dataclasses import dataclass
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from h2dlint.analyzer import (
-    FileResult,
-    FileSummary,
-    diagnostics,
-    enabled_codes,
-    enabled_rules,
-    failure_reason,
-    summarize_source,
-)
-from h2dlint.autofix import FixOutcome, fix_file
-from h2dlint.cache import Cache, LastRun, Stat, content_key, file_stat
-from h2dlint.files import Candidate, Excluded, discover
-from h2dlint.hotness import Heat, Key, MovedLoops, moved_loops, propagate, with_moved_loops
-from h2dlint.index import ProjectGraph, module_names
-from h2dlint.settings import Settings
-from h2dlint.sources import SourceError, decode_source, read_bytes
-from h2dlint.summary import ModuleSummary
+from h2dlint.checker.analyzer import FileSummary, enabled_rules, failure_reason, summarize_source
+from h2dlint.facts.heat import Heat, Key
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.sources import SourceError, decode_source, read_bytes
+from h2dlint.facts.summary import ModuleSummary
+from h2dlint.project.cache import Cache, LastRun, Stat, content_key, file_stat
+from h2dlint.project.files import Candidate, Excluded, discover
+from h2dlint.project.findings import FileResult, diagnostics
+from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_moved_loops
+from h2dlint.project.index import ProjectGraph, module_names
 
 # Below this many files to parse, starting worker processes costs more than it saves.
 SERIAL_BELOW = 48
@@ -74,7 +67,7 @@ def check_paths(
     """Check files and folders as one project; results are in discovery order. `excluded` skips more paths
     while walking folders (a configuration's `exclude`); `progress` wraps the files as they are parsed
     (the CLI's progress bar)."""
-    with _collector_paused():
+    with collector_paused():
         return _check_paths(discover(paths, exclude, excluded), settings, jobs, use_cache, progress)
 
 
@@ -106,43 +99,9 @@ def analyse_paths(
 ) -> ProjectRun:
     """The whole analysis of `paths`, for questions about it (`explain`); reads the cache, leaves the
     last check run's record alone."""
-    with _collector_paused():
+    with collector_paused():
         cache = Cache(settings) if use_cache else None
         return analyse(discover(paths), settings, jobs, cache, cache.load_last_run() if cache else None)
-
-
-def fix_paths(
-    paths: Sequence[str],
-    settings: Settings,
-    exclude: Sequence[str] = (),
-    jobs: Optional[int] = None,
-    use_cache: bool = True,
-    write: bool = True,
-    excluded: Optional[Excluded] = None,
-    progress: Optional[Progress] = None,
-    settings_for: Optional[Callable[[str], Settings]] = None,
-) -> List[FixOutcome]:
-    """Fix what a project check of `paths` finds (write=False: only compute the fixes, for --diff).
-
-    Files with nothing fixable are not touched; the others are re-read and fixed with the heat the project
-    run found for them, so `--fix` fixes exactly the findings `check` reports. `settings_for` gives a file's
-    own settings (its configuration's rule selection), which decide what is fixed and reported there."""
-    with _collector_paused():
-        cache = Cache(settings) if use_cache else None
-        candidates = discover(paths, exclude, excluded)
-        run = analyse(candidates, settings, jobs, cache, cache.load_last_run() if cache else None, progress)
-        own = settings_for or (lambda path: settings)
-        return [_fix_result(result, run, own(result.path), write) for result in run.results]
-
-
-def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool) -> FixOutcome:
-    codes = enabled_codes(settings)
-    selected = [d for d in result.diagnostics if d.code in codes]
-    if result.error is not None or not any(d.fix is not None for d in selected):
-        return FixOutcome(result.path, selected, 0, "", "", result.error)
-    module = run.modules[result.path]
-    known = (module, _file_heat(run.heat, module, run.summaries[result.path]))
-    return fix_file(result.path, settings, enabled_rules(settings), write=write, known=known)
 
 
 def analyse(
@@ -170,13 +129,13 @@ def analyse(
             results.append(FileResult(candidate.path, (), outcome))
             continue
         file, module = outcome[2], modules[candidate.path]
-        found = diagnostics(file, _file_heat(heat, module, file), module)
+        found = diagnostics(file, file_heat(heat, module, file), module)
         results.append(FileResult(candidate.path, found, file.error))
     summaries = {p: o[2] for p, o in done.items()}
     return ProjectRun(results, summaries, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
 
 
-def _file_heat(heat: Dict[Key, Heat], module: str, file: FileSummary) -> Dict[str, Heat]:
+def file_heat(heat: Dict[Key, Heat], module: str, file: FileSummary) -> Dict[str, Heat]:
     return {q: found for q in file.summary.functions if (found := heat.get((module, q))) is not None}
 
 
@@ -227,7 +186,7 @@ def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
     stats = {os.path.abspath(p): stat for p, stat in run.stats.items()}
     complete = all(c.error is not None or c.path in run.stats for c in candidates)
     heat = {
-        os.path.abspath(p): (run.modules[p], _file_heat(run.heat, run.modules[p], file))
+        os.path.abspath(p): (run.modules[p], file_heat(run.heat, run.modules[p], file))
         for p, file in run.summaries.items()
     }
     return LastRun(
@@ -356,7 +315,7 @@ def _summarize_all(
     cache_root = cache.root if cache is not None else None
     jobs = max(1, min(jobs, len(paths)))
     if jobs == 1 or len(paths) < SERIAL_BELOW:
-        with _collector_paused():
+        with collector_paused():
             _init_worker(settings, cache_root)
             return [(p, _summarize_file(p)) for p in progress(paths)]
     from concurrent.futures import ProcessPoolExecutor  # imported here: it costs a warm run ~20 ms
@@ -372,7 +331,7 @@ def _summarize_all(
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector: syntax trees and summaries hold no reference cycles, and collecting
     while building or unpickling hundreds of thousands of them costs a third of a run."""
     enabled = gc.isenabled()
@@ -388,7 +347,7 @@ _WORKER: dict = {}  # what each worker process (or the serial path) needs: the r
 
 
 def _init_worker(settings: Settings, cache_root: Optional[str]) -> None:
-    gc.disable()  # see `_collector_paused`
+    gc.disable()  # see `collector_paused`
     _WORKER["settings"] = settings
     _WORKER["rules"] = enabled_rules(settings)
     _WORKER["cache"] = Cache(settings, cache_root) if cache_root is not None else None

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Tuple
 
-from h2dlint.analyzer import FileSummary, report_reason
-from h2dlint.hotness import Heat, site_cold_reason
-from h2dlint.project import ProjectRun
+from h2dlint.checker.analyzer import FileSummary
+from h2dlint.facts.heat import Heat, site_cold_reason
+from h2dlint.facts.sources import SourceError
+from h2dlint.facts.summary import FunctionInfo, Site
+from h2dlint.project.findings import report_reason
+from h2dlint.project.run import ProjectRun
 from h2dlint.rules import RULES_BY_CODE
-from h2dlint.sources import SourceError
-from h2dlint.summary import FunctionInfo, Site
 
 
 def project_folder(path: str) -> str:

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import List, Optional, Sequence, Tuple
 
-from h2dlint.summary import Span
+from h2dlint.facts.summary import Span
 
 # Python's own line breaks. `str.splitlines` also splits on form feeds and other separators that Python
 # treats as ordinary whitespace, which would shift every row after them.

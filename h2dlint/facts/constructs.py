@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
-from h2dlint.arguments import (
+from h2dlint.facts.arguments import (
     has_star_args,
     is_constant,
     is_false_literal,
@@ -15,7 +15,7 @@ from h2dlint.arguments import (
     positional_args,
     string_value,
 )
-from h2dlint.scopes import NameResolver, function_bindings
+from h2dlint.facts.scopes import NameResolver, function_bindings
 
 LocalValue = Callable[[str], Optional[ast.expr]]  # the value a function's local holds, when it is known
 

@@ -7,10 +7,10 @@ import os
 from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
-from h2dlint.analyzer import Diagnostic, FileResult
+from h2dlint.faces.sarif import render_sarif
+from h2dlint.facts.summary import Fix, Span
+from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import RULES_BY_CODE
-from h2dlint.sarif import render_sarif
-from h2dlint.summary import Fix, Span
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 

@@ -1,26 +1,31 @@
-"""The analysis core that every face (CLI, flake8, pre-commit) calls: source text in, diagnostics out."""
+"""Findings: a file's summarised sites and its functions' heat make its diagnostics.
+
+This is also where one file is checked on its own (`check_source`, `check_file`) or with the heat a cached
+project run found for it (`check_source_in_project`, for faces that see one file at a time).
+"""
 
 from __future__ import annotations
 
-import ast
 import functools
 import os
-import warnings
 from dataclasses import dataclass
-from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from h2dlint.cache import Cache, cache_roots, file_stat
-from h2dlint.collector import summarize
-from h2dlint.hotness import Heat, ModuleGraph, function_heat, mark_captured, propagate, site_reason_for
-from h2dlint.noqa import NoqaComments
-from h2dlint.positions import source_lines
-from h2dlint.recursion import with_room_to_recurse
-from h2dlint.rewrites import plan_fix
-from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
-from h2dlint.settings import Settings, UsageError, selected_codes
-from h2dlint.sources import SourceError, read_source
-from h2dlint.summary import Fix, ModuleSummary, Site, Span
+from h2dlint.checker.analyzer import (
+    FileSummary,
+    candidate_rules,
+    enabled_rules,
+    failure_reason,
+    summarize_text,
+)
+from h2dlint.checker.call_graph import ModuleGraph
+from h2dlint.facts.heat import Heat, site_reason_for
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.sources import read_source
+from h2dlint.facts.summary import Fix, Site, Span
+from h2dlint.project.cache import Cache, cache_roots, file_stat
+from h2dlint.project.hotness import function_heat, propagate
+from h2dlint.rules import RULES_BY_CODE, Rule
 
 
 @dataclass(frozen=True)
@@ -36,44 +41,6 @@ class FileResult:
     path: str
     diagnostics: Sequence[Diagnostic]
     error: Optional[str] = None  # one line, when the file could not be checked
-
-
-def enabled_rules(settings: Settings) -> List[Rule]:
-    return [RULES_BY_CODE[code](settings) for code in enabled_codes(settings)]
-
-
-@functools.lru_cache(maxsize=64)
-def enabled_codes(settings: Settings) -> Tuple[str, ...]:
-    """The rule codes `settings` selects; asked once per file by faces that filter findings per file."""
-    return selected_codes(ALL_CODES, settings.select, settings.ignore)
-
-
-@dataclass(frozen=True)
-class FileSummary:
-    """What one file contributes to a run, and what the cache keeps per file content."""
-
-    summary: ModuleSummary
-    suppressed: Tuple[bool, ...] = ()  # per site of `summary`: covered by a `# noqa` comment
-    error: Optional[str] = None  # one line, when the file could not be analysed
-
-
-def candidate_rules(text: str, rules: Sequence[Rule]) -> List[Rule]:
-    """The rules that may match in `text`: a substring test costing microseconds, not a parse."""
-    if "torch" not in text:
-        return []  # every rule needs a torch import
-    return [r for r in rules if r.may_match(text)]
-
-
-def summarize_source(text: str, settings: Settings, rules: Sequence[Rule]) -> FileSummary:
-    """Parse and summarise one file for a project run. A file that no rule can match is still summarised
-    (its functions and calls carry hotness to other files), but its parse errors are not reported."""
-    candidates = candidate_rules(text, rules)
-    try:
-        lines = source_lines(text)
-        summary = _summarize(text, lines, candidates, settings)
-    except (SourceError, RecursionError) as error:
-        return FileSummary(ModuleSummary(), (), failure_reason(error) if candidates else None)
-    return FileSummary(summary, _suppressed(summary, lines))
 
 
 def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> List[Diagnostic]:
@@ -92,19 +59,6 @@ def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Option
     if RULES_BY_CODE[site.code].reports_capture:
         return site.capture
     return site_reason_for(site, owner, module)
-
-
-def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
-    """Parse `text` and summarise it, planning each site's fix. Raises SourceError."""
-    return with_room_to_recurse(_parse_and_summarize, text, lines, rules, settings)
-
-
-def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
-    tree = _parse(text)
-    planner = partial(plan_fix, tree=tree, text=text, lines=lines, helper_module=settings.helper_module)
-    summary = summarize(tree, lines, rules, planner)
-    mark_captured(summary)
-    return summary
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
@@ -128,41 +82,13 @@ def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = 
         return FileResult(path, (), failure_reason(error))
 
 
-def failure_reason(error: Exception) -> str:
-    """The one-line reason, for the user, why checking a file raised `error`."""
-    if isinstance(error, (SourceError, UsageError)):  # UsageError: the file's configuration is broken
-        return str(error)
-    if isinstance(error, RecursionError):
-        return "too deeply nested to analyse"
-    return f"internal error ({type(error).__name__}: {error}); please report it"
-
-
-def _parse(text: str) -> ast.Module:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarnings (say, invalid escapes) are other tools' business
-            return ast.parse(text)
-    except SyntaxError as error:
-        raise SourceError(f"syntax error at {error.lineno}:{error.offset}: {error.msg}") from None
-    except (RecursionError, MemoryError):
-        raise SourceError("too deeply nested for Python's parser") from None
-    except ValueError as error:
-        raise SourceError(str(error)) from None
-
-
-def _suppressed(summary: ModuleSummary, lines: Sequence[str]) -> Tuple[bool, ...]:
-    """Per site: covered by a matching `# noqa` comment (see `h2dlint.noqa`)."""
-    noqa = NoqaComments(lines)
-    return tuple(noqa.suppress(site.code, site.span.row, site.span.end_row) for site in summary.sites)
-
-
 def check_source_in_project(
     text: str, path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None
 ) -> List[Diagnostic]:
     """Diagnostics for one file, for faces that see one file at a time (the flake8 plugin).
 
     `text` is the file's current content and `path` where it lives. When the last `h2dlint check` run with
-    the same settings cached a project index covering `path` (in `.h2dlint_cache/`: see `h2dlint.cache`),
+    the same settings cached a project index covering `path` (in `.h2dlint_cache/`: see `h2dlint.project.cache`),
     the file's functions take the heat that run found across the project, so a function called per step
     from another file is hot here too; functions the file itself makes cold stay cold. Without such an
     index this is exactly `check_source`: reasoning about the file alone. Raises SourceError when `text`
@@ -188,9 +114,8 @@ def check_source_with_heat(
     candidates = candidate_rules(text, rules)
     if not candidates:
         return []  # nor can any rule match without its trigger words
-    lines = source_lines(text)
-    summary = _summarize(text, lines, candidates, settings)
-    file = FileSummary(summary, _suppressed(summary, lines))
+    file = summarize_text(text, settings, candidates)
+    summary = file.summary
     if known is None:
         return diagnostics(file, function_heat(summary, settings))
     module, project_heat = known

@@ -11,7 +11,7 @@ import re
 import tokenize
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from h2dlint.positions import lines_with_endings
+from h2dlint.facts.positions import lines_with_endings
 
 NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _CODE_SEPARATOR = re.compile(r"[,\s]+")

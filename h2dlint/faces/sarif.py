@@ -13,9 +13,9 @@ from typing import Dict, List, Sequence
 from urllib.parse import quote
 
 from h2dlint import __version__
-from h2dlint.analyzer import Diagnostic, FileResult
+from h2dlint.facts.summary import Fix, Span
+from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import ALL_RULES, Rule
-from h2dlint.summary import Fix, Span
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SOURCE_ROOT = "%SRCROOT%"  # the base that relative artifact URIs resolve against: the current folder

@@ -1,6 +1,6 @@
 """What a run is configured to do: which rules, and which functions are hot or cold.
 
-`h2dlint.config` builds a `Settings` from `[tool.h2dlint]` and the command line; every face of h2dlint reads
+`h2dlint.project.config` builds a `Settings` from `[tool.h2dlint]` and the command line; every face of h2dlint reads
 the same object.
 """
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from h2dlint.hotness import CallGraph, Key, ModuleGraph
-from h2dlint.summary import CallRef, FunctionInfo, ModuleSummary
+from h2dlint.checker.call_graph import CallGraph, ModuleGraph
+from h2dlint.facts.heat import Key
+from h2dlint.facts.summary import CallRef, FunctionInfo, ModuleSummary
 
 BY_NAME_LIMIT = 3
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import pathspec
 
-from h2dlint.settings import Settings, UsageError, selected_codes
+from h2dlint.facts.settings import Settings, UsageError, selected_codes
 
 if sys.version_info >= (3, 11):
     import tomllib

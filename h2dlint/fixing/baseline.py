@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from h2dlint.analyzer import Diagnostic
-from h2dlint.autofix import write_atomically
-from h2dlint.noqa import add_noqa
-from h2dlint.sources import decode_source, read_bytes
+from h2dlint.facts.noqa import add_noqa
+from h2dlint.facts.sources import decode_source, read_bytes
+from h2dlint.fixing.autofix import write_atomically
+from h2dlint.project.findings import Diagnostic
 
 
 def add_noqa_to_file(path: str, diagnostics: Sequence[Diagnostic]) -> int:

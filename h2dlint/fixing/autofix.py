@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from h2dlint.analyzer import Diagnostic, check_source_with_heat, failure_reason
-from h2dlint.hotness import Heat
-from h2dlint.positions import line_starts
+from h2dlint.checker.analyzer import failure_reason
+from h2dlint.facts.heat import Heat
+from h2dlint.facts.positions import line_starts
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.sources import SourceError, decode_source, read_bytes
+from h2dlint.facts.summary import Fix
+from h2dlint.project.findings import Diagnostic, check_source_with_heat
 from h2dlint.rules import Rule
-from h2dlint.settings import Settings
-from h2dlint.sources import SourceError, decode_source, read_bytes
-from h2dlint.summary import Fix
 
 KnownHeat = Tuple[str, Dict[str, Heat]]  # a file's module name and its functions' heat, from a project run
 _Edit = Tuple[int, int, str]  # start and end offsets in the text, and the new content

@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
-from h2dlint.syntax import child_nodes
+from h2dlint.facts.syntax import child_nodes
 
 TORCH = "torch"
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import h2dlint
-from h2dlint.settings import Settings
+from h2dlint.facts.settings import Settings
 
 CACHE_DIR_NAME = ".h2dlint_cache"
 ENVIRONMENT_VARIABLE = "H2DLINT_CACHE_DIR"

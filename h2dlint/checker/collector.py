@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from h2dlint.constructs import accelerator_attributes, stream_work_in
-from h2dlint.positions import span_of
-from h2dlint.rewrites import Rewrite
+from h2dlint.facts.constructs import accelerator_attributes, stream_work_in
+from h2dlint.facts.positions import span_of
+from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
+from h2dlint.facts.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
+from h2dlint.facts.syntax import child_nodes
 from h2dlint.rules import Match, Rule
-from h2dlint.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
-from h2dlint.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
-from h2dlint.syntax import child_nodes
+from h2dlint.rules.rewrites import Rewrite
 
 T = TypeVar("T")
 

@@ -1,0 +1,43 @@
+"""Which functions of a module run under CUDA-graph capture: those a `with torch.cuda.graph(...)` block
+calls, directly or through other calls of the module.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Deque, Dict, Tuple
+
+from h2dlint.checker.call_graph import ModuleGraph
+from h2dlint.facts.heat import chain_text
+from h2dlint.facts.summary import MODULE, ModuleSummary
+
+
+def mark_captured(summary: ModuleSummary) -> None:
+    """Mark the sites in functions that a `with torch.cuda.graph(...)` block calls, directly or through other
+    calls of this module, as running under capture, with the chain that makes them so."""
+    roots = [call for call in summary.calls if call.capture_line is not None]
+    if not roots:
+        return
+    graph = ModuleGraph(summary)
+    # function -> (callers from the one called in the block down to its caller, where that block is)
+    captured: Dict[str, Tuple[Tuple[str, ...], str]] = {}
+    queue: Deque[str] = deque()
+    for call in roots:
+        where = "module level" if call.caller == MODULE else f"`{call.caller}`"
+        for _, callee in graph.resolve(call):
+            if callee not in captured:
+                captured[callee] = ((), f"inside `with torch.cuda.graph(...)` at line {call.capture_line} of {where}")
+                queue.append(callee)
+    while queue:
+        caller = queue.popleft()
+        chain, block = captured[caller]
+        for _, callee in graph.callees(("", caller)):
+            if callee not in captured:
+                captured[callee] = ((caller,) + chain, block)
+                queue.append(callee)
+    for site in summary.sites:
+        if site.capture is None and site.function in captured:
+            chain, block = captured[site.function]
+            callers = chain_text(chain)
+            via = f" from {callers}, which is called" if chain else ""
+            site.in_graph_capture, site.capture = True, f"`{site.function}` is called{via} {block}"

@@ -1,0 +1,48 @@
+"""`--fix` and `--diff` over a project: fix what a project check finds, with the heat it found.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence
+
+from h2dlint.checker.analyzer import enabled_codes, enabled_rules
+from h2dlint.facts.settings import Settings
+from h2dlint.fixing.autofix import FixOutcome, fix_file
+from h2dlint.project.cache import Cache
+from h2dlint.project.files import Excluded, discover
+from h2dlint.project.findings import FileResult
+from h2dlint.project.run import Progress, ProjectRun, analyse, collector_paused, file_heat
+
+
+def fix_paths(
+    paths: Sequence[str],
+    settings: Settings,
+    exclude: Sequence[str] = (),
+    jobs: Optional[int] = None,
+    use_cache: bool = True,
+    write: bool = True,
+    excluded: Optional[Excluded] = None,
+    progress: Optional[Progress] = None,
+    settings_for: Optional[Callable[[str], Settings]] = None,
+) -> List[FixOutcome]:
+    """Fix what a project check of `paths` finds (write=False: only compute the fixes, for --diff).
+
+    Files with nothing fixable are not touched; the others are re-read and fixed with the heat the project
+    run found for them, so `--fix` fixes exactly the findings `check` reports. `settings_for` gives a file's
+    own settings (its configuration's rule selection), which decide what is fixed and reported there."""
+    with collector_paused():
+        cache = Cache(settings) if use_cache else None
+        candidates = discover(paths, exclude, excluded)
+        run = analyse(candidates, settings, jobs, cache, cache.load_last_run() if cache else None, progress)
+        own = settings_for or (lambda path: settings)
+        return [_fix_result(result, run, own(result.path), write) for result in run.results]
+
+
+def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool) -> FixOutcome:
+    codes = enabled_codes(settings)
+    selected = [d for d in result.diagnostics if d.code in codes]
+    if result.error is not None or not any(d.fix is not None for d in selected):
+        return FixOutcome(result.path, selected, 0, "", "", result.error)
+    module = run.modules[result.path]
+    known = (module, file_heat(run.heat, module, run.summaries[result.path]))
+    return fix_file(result.path, settings, enabled_rules(settings), write=write, known=known)

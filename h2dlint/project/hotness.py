@@ -1,0 +1,241 @@
+"""The hot/cold model: which code runs per step or per request, and why.
+
+A function is **cold** (one-time) when it is marked `# h2dlint: cold`, sits in a class so marked, has a
+one-time name (`__init__`, weight loading, buffer creation, capture, warmup; see `Settings`), caches its
+results (`@functools.lru_cache`, `@cache`, `@cached_property`: the body runs once per key), is compiled by
+`@torch.compile` (its tensors are built inside the compiled graph, not copied per call), is nested in a
+cold function, or is only called from one-time code (module level, cold functions, one-time guards; public
+per-step names excepted, see `_spread_cold_to_callees`). Cold wins: nothing in a cold function is reported,
+and hotness does not flow into it.
+
+A function is **hot** when it is marked `# h2dlint: hot` (or its class is), has a per-step entry-point
+name, is registered as a torch custom op (`@torch.library.custom_op`, `direct_register_custom_op(op_func=f)`:
+models call those from their forward passes), is called from a hot function (`self.m()`, `cls.m()`,
+`super().m()`, `Cls.m()`, or a plain `f()` resolving to a known function), is called in a loop, or is nested
+in a hot function. Hotness propagates along calls transitively; the shortest chain is kept, so messages can
+name it.
+
+A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site that
+runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function of the module
+such a block calls, transitively: `mark_captured`) is capture, and HTD106 reports it instead. One under
+`if self._x is None:` or `if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls
+made there spread no heat.
+
+The propagation works on any `CallGraph`: `ModuleGraph` reasons about one module alone (what a single file
+shows); `h2dlint.project.index.ProjectGraph` reasons across the files of a project.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from dataclasses import fields, is_dataclass, replace
+from typing import AbstractSet, Deque, Dict, Iterator, List, Optional, Tuple
+
+from h2dlint.checker.call_graph import CallGraph, ModuleGraph
+from h2dlint.facts.heat import HERE, Heat, Key, module_prefix
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, ModuleSummary
+
+
+def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
+    """The heat of every function that is hot or cold; neutral functions are absent."""
+    heat: Dict[Key, Heat] = {}
+    for module, summary in graph.modules():
+        for qualname, function in summary.functions.items():
+            cold = _cold_heat(function, summary, module, settings)
+            if cold is not None:
+                heat[(module, qualname)] = cold
+    _spread_cold_to_callees(graph, heat, settings)
+    queue: Deque[Key] = deque()
+    for key, root in _hot_roots(graph, settings, heat):
+        if key not in heat:
+            heat[key] = root
+            queue.append(key)
+    while queue:
+        caller = queue.popleft()
+        for callee in graph.callees(caller):
+            if callee not in heat:
+                heat[callee] = heat[caller].called_from(caller)
+                queue.append(callee)
+    return heat
+
+
+# What propagation never reads: where functions and calls are (it names the line only of a loop call), and
+# the sites, which decide only their own module's findings. Any other field, present or added later, counts.
+_NOT_READ = frozenset(
+    {(ModuleSummary, "sites"), (FunctionInfo, "line"), (FunctionInfo, "end_line"), (CallRef, "line"),
+     (CallRef, "capture_line")}
+)
+MovedLoops = Dict[str, Heat]  # the tag of a loop root before an edit -> that root after it
+
+
+def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: AbstractSet[str]) -> Optional[MovedLoops]:
+    """What an edit of `module` (its summary `old` -> `new`) changes in the heat of a project whose functions
+    have `names`: None when propagation may change; otherwise the loop roots whose line moved (their heat is
+    the same but for the line its messages name), often none. A call reaches only functions of its own name,
+    so calls of other names (`torch.cat`, `len`) are never read."""
+    if _hotness_view(old, names) != _hotness_view(new, names):
+        return None
+    moved: MovedLoops = {}
+    for before, after in zip(_loop_calls(old, names), _loop_calls(new, names)):
+        was, now = _loop_root(module, before), _loop_root(module, after)
+        if moved.setdefault(was.tag, now) != now:
+            return None  # two loops that shared a line no longer do: which one a message names may change
+    return {tag: root for tag, root in moved.items() if root.tag != tag}
+
+
+def with_moved_loops(heat: Heat, moved: Dict[str, MovedLoops]) -> Heat:
+    """`heat` after edits that moved loop roots, by module (see `moved_loops`)."""
+    root = moved.get(heat.module, {}).get(heat.tag)
+    return heat if root is None else Heat(heat.hot, root.origin, root.tag, heat.chain, heat.module)
+
+
+def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef]:
+    return [c for c in summary.calls if c.name in names and c.loop_line is not None]
+
+
+def _hotness_view(summary: ModuleSummary, names: AbstractSet[str]) -> object:
+    """What propagation reads of `summary`, with the lines of loop calls left to `moved_loops`."""
+    calls = [replace(c, loop_line=None if c.loop_line is None else 0) for c in summary.calls if c.name in names]
+    return _comparable(replace(summary, calls=calls))
+
+
+def _comparable(value: object) -> object:
+    """`value` as nested tuples, minus what propagation never reads; dicts keep their order, which decides
+    the order of propagation (and so which of two equally short call chains a message names)."""
+    if isinstance(value, _ATOMS):
+        return value
+    if isinstance(value, dict):
+        return tuple((key, _comparable(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_comparable(item) for item in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        return (kind.__name__,) + tuple(_comparable(getattr(value, name)) for name in _read_fields(kind))
+    return value
+
+
+_ATOMS = (str, int, float, type(None))
+
+
+@functools.lru_cache(maxsize=None)
+def _read_fields(kind: type) -> Tuple[str, ...]:
+    return tuple(f.name for f in fields(kind) if (kind, f.name) not in _NOT_READ)
+
+
+def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]:
+    """The heat of every function of one module, reasoning about that module alone, by qualname."""
+    return {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary), settings).items()}
+
+
+def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
+    qualname = function.qualname
+    cls = summary.classes.get(function.class_qualname or "")
+    if function.marker == "cold":
+        return Heat(False, f"`{HERE}{qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
+    if cls is not None and cls.marker == "cold":
+        return Heat(False, f"class `{HERE}{cls.qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
+    if settings.is_cold_name(function.name, _class_name(function)):
+        return Heat(False, f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module=module)
+    if function.cache_decorator is not None:
+        return Heat(False, f"`{HERE}{qualname}` is cached by `@{function.cache_decorator}`", "cached", module=module)
+    if function.compiled_by is not None:
+        origin = f"`{HERE}{qualname}` is compiled by `@{function.compiled_by}`, which builds its tensors in the graph"
+        return Heat(False, origin, "compiled", module=module)
+    parent = summary.functions.get(function.parent or "")
+    if parent is not None:
+        return _cold_heat(parent, summary, module, settings)
+    return None
+
+
+def _spread_cold_to_callees(graph: CallGraph, heat: Dict[Key, Heat], settings: Settings) -> None:
+    """Make cold the functions that only one-time code calls: every call that reaches them is made at module
+    level, in a cold function, or under a one-time guard. Not those marked `# h2dlint: hot`, nor public entry
+    points with a per-step name (`forward`, `replay`): the engine's loop or `nn.Module.__call__` calls them
+    where no call is in sight, and warmup or capture calling them too says nothing. A private one
+    (`_build_plan`) is called only where its callers can be seen."""
+    callers = graph.callers()
+    callees_of: Dict[Key, List[Key]] = {}
+    for callee, calls in callers.items():
+        for caller, _ in calls:
+            callees_of.setdefault(caller, []).append(callee)
+    queue: Deque[Key] = deque(key for key in callers if _only_called_once(callers[key], heat))
+    while queue:
+        key = queue.popleft()
+        if key in heat or _keeps_its_heat(graph, key, settings):
+            continue
+        heat[key] = _cold_by_callers(key, callers[key], heat)
+        queue.extend(c for c in callees_of.get(key, []) if c not in heat and _only_called_once(callers[c], heat))
+
+
+def _only_called_once(calls: List[Tuple[Key, bool]], heat: Dict[Key, Heat]) -> bool:
+    return bool(calls) and all(one_time or _runs_once(caller, heat) for caller, one_time in calls)
+
+
+def _runs_once(caller: Key, heat: Dict[Key, Heat]) -> bool:
+    return caller[1] == MODULE or (caller in heat and not heat[caller].hot)
+
+
+def _cold_by_callers(key: Key, calls: List[Tuple[Key, bool]], heat: Dict[Key, Heat]) -> Heat:
+    (module, qualname), (caller, one_time) = key, calls[0]
+    name = f"{module_prefix(caller[0], module)}{caller[1]}"
+    if one_time:
+        why = f"under a one-time guard in `{name}`"
+    elif caller[1] == MODULE:
+        why = f"at module level of `{caller[0]}`" if caller[0] != module else "at module level"
+    else:
+        why = f"from `{name}`, which is cold"
+    more = f" (and {len(calls) - 1} more such calls)" if len(calls) > 1 else ""
+    origin = f"`{HERE}{qualname}` is only called from one-time code: {why}{more}"
+    return Heat(False, origin, "only called from one-time code", module=module)
+
+
+def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
+    """Marked hot, or a public entry point with a per-step name."""
+    summary = graph.summary(key[0])
+    function = summary.functions.get(key[1]) if summary is not None else None
+    if summary is None or function is None:
+        return False
+    cls = summary.classes.get(function.class_qualname or "")
+    if function.marker == "hot" or (cls is not None and cls.marker == "hot"):
+        return True
+    is_public = not function.name.startswith("_") or function.name.startswith("__")
+    return is_public and settings.is_hot_name(function.name, _class_name(function))
+
+
+def _class_name(function: FunctionInfo) -> Optional[str]:
+    """The name of the class a method is defined in (`Outer.Inner.m` -> `Inner`), None for other functions."""
+    return function.class_qualname.rsplit(".", 1)[-1] if function.class_qualname else None
+
+
+def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> Iterator[Tuple[Key, Heat]]:
+    for module, summary in graph.modules():
+        for qualname, function in summary.functions.items():
+            key = (module, qualname)
+            cls = summary.classes.get(function.class_qualname or "")
+            if function.marker == "hot":
+                yield key, Heat(True, f"`{HERE}{qualname}` is marked `# h2dlint: hot`", "marked hot", module=module)
+            elif cls is not None and cls.marker == "hot":
+                origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: hot`"
+                yield key, Heat(True, origin, "marked hot", module=module)
+            elif settings.is_hot_name(function.name, _class_name(function)):
+                yield key, Heat(True, f"`{HERE}{qualname}` runs per step", "per step", module=module)
+            elif function.custom_op is not None:
+                origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
+                yield key, Heat(True, origin, "a custom op", module=module)
+    for module, call, targets in graph.loop_calls():
+        if (module, call.caller) in cold:
+            continue
+        root = _loop_root(module, call)
+        for callee in targets:
+            yield callee, root
+
+
+def _loop_root(module: str, call: CallRef) -> Heat:
+    """The heat a call in a loop gives the functions it reaches."""
+    where = "module level" if call.caller == MODULE else f"`{HERE}{call.caller}`"
+    loop = f"in a loop at line {call.loop_line} of {where}"
+    return Heat(True, f"called {loop}", loop, module=module)
+
+
