@@ -67,7 +67,7 @@ NEUTRAL_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding diff\n"
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 FILE_ERROR = re.compile(r"^(?P<path>.+): error: (?P<reason>.+)$")
 WOULD_FIX = re.compile(r"^Would fix \d+ findings?\.$")
-FIXED = re.compile(r"^Fixed (\d+) findings?\.$", re.MULTILINE)
+FIXED = re.compile(r"^Found \d+ findings? \((\d+) fixed, \d+ remaining\)\.$", re.MULTILINE)
 FINDING_LINE = re.compile(r"^.+:\d+:\d+: HTD\d+ ", re.MULTILINE)
 
 Region = Tuple[int, int]  # start and end offsets of a recorded edit in the original text (equal: an insertion)

@@ -109,11 +109,11 @@ def test_check_fix_reports_what_is_left_and_exits_by_it(tmp_path, run_cli):
     fixable.write_text(HOT, encoding="utf-8")
     unfixable = tmp_path / "b.py"
     unfixable.write_text(HOT.replace("device=device)", "device=device, **kw)"), encoding="utf-8")
-    code, out, err = run_cli("check", "--fix", str(tmp_path))
+    code, out, err = run_cli("check", "--fix", "--show-reasons", str(tmp_path))
     assert code == 1 and err == ""
     assert fixable.read_text(encoding="utf-8") == FIXED
     assert "b.py:5:12: HTD101" in out and "Not fixed automatically" in out
-    assert "Fixed 1 finding." in out
+    assert "Found 2 findings (1 fixed, 1 remaining)." in out
     unfixable.write_text("x = 1\n", encoding="utf-8")
     assert run_cli("check", "--fix", str(tmp_path))[0] == 0
 
@@ -195,7 +195,7 @@ def test_fix_fixes_what_the_project_check_reports_across_files(tmp_path, run_cli
     code, out, _ = run_cli("check", "--no-cache", str(tmp_path))
     assert code == 1 and "batch.py:5:12: HTD101" in out  # hot only through scheduler.forward, in another file
     code, out, _ = run_cli("check", "--fix", "--no-cache", str(tmp_path))
-    assert code == 0 and "Fixed 1 finding." in out
+    assert code == 0 and "Found 1 finding (1 fixed, 0 remaining)." in out
     assert "return h2d_tensor(reqs, device=device)" in helper.read_text(encoding="utf-8")
 
 

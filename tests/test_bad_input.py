@@ -243,7 +243,7 @@ def test_code_python_compiles_is_analysed_however_deeply_it_nests(tmp_path, run_
     compile(source, "deep.py", "exec")
     path = write(tmp_path, "deep.py", source)
     code, out, err = run_cli("check", "--no-cache", "--fix", str(path))
-    assert (code, err) == (0, "") and "Fixed 1 finding." in out
+    assert (code, err) == (0, "") and "Found 1 finding (1 fixed, 0 remaining)." in out
     assert "h2d_tensor(y, device=dev)" in path.read_text(encoding="utf-8")
 
 

@@ -234,3 +234,31 @@ def test_a_call_taken_out_of_its_loop_is_recomputed(tmp_path, run_cli, propagati
     code, out, _ = run_cli("check", str(package))
     assert propagations["runs"] == 2 and code == 0, out
     assert same_as_without_cache(run_cli, package) == (code, out, "")
+
+
+def test_alternating_between_projects_keeps_each_one_warm(tmp_path, run_cli, parses, propagations):
+    trees = []
+    for name in ("one", "two"):
+        package = tmp_path / name / "pkg"
+        package.mkdir(parents=True)
+        (package / "caller.py").write_text(HOT_CALLER.replace(".lib", "lib") + f"# {name}\n")
+        (package / "lib.py").write_text(LIB + f"# {name}\n")  # contents differ: no summary is shared
+        trees.append(package)
+    first = [run_cli("check", str(tree)) for tree in trees]
+    assert (parses["files"], propagations["runs"]) == (4, 2)
+    assert [run_cli("check", str(tree)) for tree in trees] == first
+    assert [run_cli("check", str(tree)) for tree in reversed(trees)] == first[::-1]
+    assert (parses["files"], propagations["runs"]) == (4, 2)  # each project's last run was kept, and reused
+
+
+def test_the_cache_keeps_a_bounded_number_of_runs(tmp_path, run_cli, monkeypatch, isolated_cache):
+    import h2dlint.project.cache
+
+    monkeypatch.setattr(h2dlint.project.cache, "KEPT_RUNS", 2)
+    for n in range(4):
+        tree = tmp_path / f"tree{n}"
+        tree.mkdir()
+        (tree / "lib.py").write_text(LIB)
+        run_cli("check", str(tree))
+    [folder] = [p for p in isolated_cache.iterdir() if p.is_dir()]
+    assert len([p for p in (folder / "runs").iterdir() if not p.name.endswith(".lock")]) == 2

@@ -109,20 +109,26 @@ def test_a_deeply_nested_file_gives_under_flake8_what_it_gives_the_cli(tmp_path)
         assert findings == h2dlint_json(path)
 
 
-def test_an_internal_failure_is_one_htd001_finding_not_a_crash(tmp_path, monkeypatch, capsys):
-    """Driven through flake8's own application, in this process, so that the core can be made to fail."""
+def flake8_here(folder, select):
+    """flake8's own application, in this process (so that the core can be patched), on `folder/m.py` holding
+    HOT, with one job: its exit code."""
     from flake8.main.application import Application
 
+    (folder / "m.py").write_text(HOT, encoding="utf-8")
+    app = Application()
+    app.run(["--isolated", "--jobs", "1", "--select", select, f"--format={FORMAT}", str(folder / "m.py")])
+    return app.exit_code()
+
+
+def test_an_internal_failure_is_one_htd001_finding_not_a_crash(tmp_path, monkeypatch, capsys):
+    """Driven through flake8's own application, in this process, so that the core can be made to fail."""
     import h2dlint.faces.flake8_plugin
 
     def broken(*args):
         raise KeyError("boom")
 
-    monkeypatch.setattr(h2dlint.faces.flake8_plugin, "check_source_in_project", broken)
-    (tmp_path / "m.py").write_text(HOT, encoding="utf-8")
-    app = Application()
-    app.run(["--isolated", "--jobs", "1", "--select", "HTD", f"--format={FORMAT}", str(tmp_path / "m.py")])
-    assert app.exit_code() == 1
+    monkeypatch.setattr(h2dlint.faces.flake8_plugin, "_check", broken)
+    assert flake8_here(tmp_path, "HTD") == 1
     [line] = capsys.readouterr().out.splitlines()
     assert line.split("\t")[1:] == [
         "1", "1", "HTD001", "h2dlint could not analyse this file: internal error (KeyError: 'boom'); please report it"
@@ -141,17 +147,59 @@ def test_files_without_torch_are_not_parsed(monkeypatch):
     assert list(Flake8Checker(None, lines, "m.py").run()) == []
 
 
-def test_flake8_uses_the_project_index_a_cached_check_left(tmp_path):
-    (tmp_path / "scheduler.py").write_text(
+def _two_file_project(folder, marker="pyproject.toml"):
+    (folder / marker).write_text("[project]\nname = 'demo'\n" if marker.endswith(".toml") else "", encoding="utf-8")
+    (folder / "scheduler.py").write_text(
         "from batch import make_ids\n\n\ndef forward(reqs, device):\n    return make_ids(reqs, device)\n",
         encoding="utf-8",
     )
-    (tmp_path / "batch.py").write_text(
+    (folder / "batch.py").write_text(
         "import torch\n\n\ndef make_ids(reqs, device):\n    return torch.tensor(reqs, device=device)\n",
         encoding="utf-8",
     )
-    alone = flake8("--select", "HTD", "batch.py", cwd=tmp_path)[1]
-    assert alone == []  # one file at a time, nothing in batch.py is hot
-    subprocess.run([PYTHON, "-m", "h2dlint", "check", "."], cwd=tmp_path, capture_output=True, check=False)
+
+
+@pytest.mark.parametrize("marker", ["pyproject.toml", "setup.cfg", "setup.py"])
+def test_flake8_on_one_file_gets_the_projects_heat_with_an_empty_cache(tmp_path, isolated_cache, marker):
+    _two_file_project(tmp_path, marker)
+    assert not isolated_cache.exists()
     [(_, row, col, code, text)] = flake8("--select", "HTD", "batch.py", cwd=tmp_path)[1]
     assert (row, col, code) == (5, 12, "HTD101") and "scheduler.forward" in text
+    warm = flake8("--select", "HTD", "batch.py", cwd=tmp_path)[1]  # now with the index the first run built
+    assert warm == [(str(tmp_path / "batch.py"), row, col, code, text)] == h2dlint_json(tmp_path / "batch.py")
+
+
+def test_flake8_sees_an_edit_in_another_file_of_the_project(tmp_path):
+    _two_file_project(tmp_path)
+    assert len(flake8("--select", "HTD", "batch.py", cwd=tmp_path)[1]) == 1
+    (tmp_path / "scheduler.py").write_text("def forward(reqs, device):\n    return None\n", encoding="utf-8")
+    assert flake8("--select", "HTD", "batch.py", cwd=tmp_path)[1] == []
+
+
+def test_without_a_project_root_flake8_reasons_about_the_paths_it_was_given(tmp_path):
+    _two_file_project(tmp_path)
+    (tmp_path / "pyproject.toml").unlink()
+    assert flake8("--select", "HTD", "batch.py", cwd=tmp_path)[1] == []  # batch.py alone: nothing is hot
+    assert len(flake8("--select", "HTD", ".", cwd=tmp_path)[1]) == 1  # both files, as `h2dlint check .`
+
+
+def test_many_workers_and_an_empty_cache_give_what_the_cli_gives(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    _two_file_project(tmp_path)
+    for n in range(12):  # enough files for flake8 to hand them to several workers
+        (package / f"m{n}.py").write_text(HOT, encoding="utf-8")
+    code, findings, stderr = flake8("--select", "HTD", "--jobs", "3", ".", cwd=tmp_path)
+    assert stderr == "" and len(findings) == 13
+    assert findings == h2dlint_json(tmp_path)
+
+
+def test_the_plugin_does_nothing_when_no_htd_code_is_selected(tmp_path, monkeypatch, capsys):
+    import h2dlint.faces.flake8_plugin
+
+    def must_not_run(*args):
+        raise AssertionError("the plugin analysed a file though no HTD code is selected")
+
+    monkeypatch.setattr(h2dlint.faces.flake8_plugin, "_check", must_not_run)
+    assert flake8_here(tmp_path, "F") == 0 and capsys.readouterr().out == ""
+    h2dlint.faces.flake8_plugin._RUN["selected"] = True  # as the next flake8 run in this process would set it

@@ -99,7 +99,56 @@ def test_quiet_drops_the_fix_counts_too(tmp_path):
     assert "h2d_tensor(ids, device=dev)" in path.read_text(encoding="utf-8")
 
 
+# --- short text lines, --show-reasons and full ---
+
+CHAIN = ("called from `_deeper` ← `Batch.prepare_for_decode` ← `Scheduler.run_batch` ← `Scheduler.event_loop` "
+         "(per step)")
+LONG = Diagnostic(
+    "HTD101", f"`torch.tensor(..., device=...)` makes a blocking copy; {CHAIN}. Use a pinned copy.",
+    Span(4, 12, 4, 41), None, CHAIN, "Build the data with `pin_memory=True`.",
+)
+
+
+def test_text_lines_are_short_and_say_what_and_where(tmp_path):
+    [line, *_] = render([FileResult("a.py", (LONG,))], "text").splitlines()
+    message = line.split(" HTD101 ", 1)[1]
+    assert len(message) <= 120 and message.endswith("…")
+    assert message.startswith("`torch.tensor(..., device=)`: blocking copy and stream sync; called from `_deeper`")
+
+
+def test_show_reasons_adds_the_full_explanation_under_each_line():
+    lines = render([FileResult("a.py", (LONG,))], "text", reasons=True).splitlines()
+    assert lines[1:3] == [f"  = why: {CHAIN}", "  = fix: Build the data with `pin_memory=True`."]
+
+
+def test_full_adds_a_code_frame_from_the_file(tmp_path):
+    (tmp_path / "hot.py").write_text(HOT, encoding="utf-8")
+    done = run_h2dlint("check", "--output-format", "full", str(tmp_path / "hot.py"))
+    lines = done.stdout.splitlines()
+    assert lines[1:4] == [
+        "  |",
+        "4 |     return torch.tensor(ids, device=dev)",
+        "  |            " + "^" * len("torch.tensor(ids, device=dev)"),
+    ]
+    assert lines[4].startswith("  = why: `forward` runs per step") and lines[5].startswith("  = fix: Build")
+
+
+def test_concise_keeps_the_full_message_on_one_line(tmp_path):
+    (tmp_path / "hot.py").write_text(HOT, encoding="utf-8")
+    [line] = run_h2dlint("check", "--output-format", "concise", str(tmp_path)).stdout.splitlines()
+    assert line.endswith("copy it with `.to(device, non_blocking=True)`.") and "`forward` runs per step" in line
+
+
 # --- json ---
+
+
+def test_json_keeps_the_message_and_its_parts_apart(tmp_path):
+    (tmp_path / "hot.py").write_text(HOT, encoding="utf-8")
+    [entry] = json.loads(run_h2dlint("check", "--output-format", "json", str(tmp_path)).stdout)
+    assert entry["reason"] == "`forward` runs per step"
+    assert entry["remedy"] == "Build the data with `pin_memory=True` and copy it with `.to(device, non_blocking=True)`."
+    assert entry["message"].endswith(f"; {entry['reason']}. {entry['remedy']}")
+    assert len(entry["short_message"]) <= 120 and entry["reason"] in entry["short_message"]
 
 
 def test_json_renders_a_fix_in_ruffs_shape(tmp_path):

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from h2dlint.facts.settings import Settings
-from h2dlint.project.findings import check_source, check_source_in_project
+from h2dlint.project.findings import check_source
 
 
 def write_tree(root, files):
@@ -71,7 +71,7 @@ def findings(out):
 
 
 def test_calls_across_files_and_classes_make_sites_hot_and_messages_name_the_chain(project, run_cli):
-    code, out, err = run_cli("check", str(project))
+    code, out, err = run_cli("check", "--output-format", "concise", str(project))
     assert (code, err) == (1, "")
     by_line = {line.split(": HTD")[0].rsplit("/", 1)[-1]: line for line in findings(out)}
     assert set(by_line) == {"batch.py:5:16", "batch.py:13:12", "base.py:5:16"}
@@ -85,14 +85,14 @@ def test_one_file_alone_shows_none_of_it(project):
 
 
 def test_cold_stays_cold_constructors_and_cached_builds(project, run_cli):
-    _, out, _ = run_cli("check", str(project))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(project))
     assert not any("batch.py:9:" in line for line in findings(out))  # under `if self._table is None:`
     runner = project / "pkg/runner.py"
     text = runner.read_text()
     assert text.count("batch.build_ids()") == 2
     runner.write_text(text.replace("        self.ids = batch.build_ids()\n        table", "        table"))
     assert runner.read_text().count("batch.build_ids()") == 1  # the constructor's call is left
-    _, out, _ = run_cli("check", str(project))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(project))
     assert not any("batch.py:5:" in line for line in findings(out))  # only `__init__` calls it now
 
 
@@ -114,7 +114,7 @@ def test_calls_under_a_cached_build_guard_spread_no_heat(tmp_path, run_cli):
             """
         },
     )
-    code, out, _ = run_cli("check", str(tmp_path))
+    code, out, _ = run_cli("check", "--output-format", "concise", str(tmp_path))
     assert code == 0, out
 
 
@@ -149,7 +149,7 @@ TABLES = """
 
 def test_functions_that_only_one_time_code_calls_are_one_time_across_files(tmp_path, run_cli):
     root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/loader.py": LOADER, "pkg/tables.py": TABLES})
-    code, out, _ = run_cli("check", str(root))
+    code, out, _ = run_cli("check", "--output-format", "concise", str(root))
     # build_tables is called from load_model (one-time) only, so its loop does not make scale_row hot;
     # _build_plan is private and called only under a memo guard, so its plan-like name does not make it hot.
     assert code == 0, out
@@ -165,7 +165,7 @@ def test_a_second_caller_that_runs_per_step_keeps_the_heat(tmp_path, run_cli):
             return build_tables(rows, device)
     """
     root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/loader.py": per_step, "pkg/tables.py": TABLES})
-    _, out, _ = run_cli("check", str(root))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(root))
     assert any("tables.py:7:" in line for line in findings(out))
 
 
@@ -188,16 +188,6 @@ def test_explain_rejects_a_malformed_location(run_cli):
     assert code == 2 and "PATH:LINE" in err
 
 
-def test_one_file_faces_use_the_cached_index_when_there_is_one(project, run_cli):
-    batch = project / "pkg/batch.py"
-    settings = Settings()
-    assert check_source_in_project(batch.read_text(), str(batch), settings) == []  # no index yet: alone
-    run_cli("check", str(project))
-    found = check_source_in_project(batch.read_text(), str(batch), Settings())
-    assert [(d.span.row, d.code) for d in found] == [(5, "HTD101"), (13, "HTD101")]
-    assert "`pkg.runner.Runner.forward`" in found[0].message
-
-
 def test_absolute_imports_resolve_in_namespace_packages(tmp_path, run_cli):
     """sglang's `srt` folders have no `__init__.py`; imports are matched by the files' paths."""
     root = write_tree(
@@ -207,7 +197,7 @@ def test_absolute_imports_resolve_in_namespace_packages(tmp_path, run_cli):
             "serve/loop.py": "from app.core.batch import build\n\ndef step(ids, dev):\n    return build(ids, dev)\n",
         },
     )
-    _, out, _ = run_cli("check", str(root))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(root))
     [line] = findings(out)
     assert "batch.py:4:12" in line and "called from `app.serve.loop.step` (per step)" in line
 
@@ -222,7 +212,7 @@ def test_one_word_methods_are_not_linked_by_name(tmp_path, run_cli):
             "net.py": "def serve(sockets, addr):\n    for sock in sockets:\n        sock.connect(addr)\n",
         },
     )
-    code, out, _ = run_cli("check", str(root))
+    code, out, _ = run_cli("check", "--output-format", "concise", str(root))
     assert code == 0, out
 
 
@@ -247,7 +237,7 @@ def test_a_memo_table_build_is_one_time(tmp_path, run_cli):
             """
         },
     )
-    _, out, _ = run_cli("check", str(tmp_path))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(tmp_path))
     assert [line.split(": HTD")[0].rsplit(":", 2)[1] for line in findings(out)] == ["11"]  # only the default
 
 
@@ -299,7 +289,7 @@ def test_calls_on_attributes_of_known_class_are_followed_across_files(tmp_path, 
             def forward(self, n):
                 return self.backend.plan(n)
     """
-    code, out, _ = run_cli("check", str(typed_project(tmp_path, backend, runner)))
+    code, out, _ = run_cli("check", "--output-format", "concise", str(typed_project(tmp_path, backend, runner)))
     # `Scratch.alloc` (line 9) is another class's method of the same name.
     assert_only_finding(out, "pool.py:5", "`pkg.backend.Backend.plan` ← `pkg.runner.Runner.forward`")
 
@@ -323,7 +313,7 @@ def test_an_annotated_parameter_and_a_factory_return_give_the_class(tmp_path, ru
         def forward(backend: Backend, n):
             return backend.scratch.alloc(n)
     """
-    _, out, _ = run_cli("check", str(typed_project(tmp_path, backend, runner)))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(typed_project(tmp_path, backend, runner)))
     assert_only_finding(out, "pool.py:9", "`pkg.runner.forward`")
 
 
@@ -338,7 +328,7 @@ def test_a_local_bound_once_from_a_constructor_gives_the_class(tmp_path, run_cli
                 scratch = None  # bound twice: its class is not known
             return pool.alloc(n), scratch.alloc(n)
     """
-    _, out, _ = run_cli("check", str(typed_project(tmp_path, "", runner)))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(typed_project(tmp_path, "", runner)))
     assert set(reported(out)) == {"pool.py:5"}, out
 
 
@@ -354,7 +344,7 @@ def test_a_local_declared_with_a_class_keeps_it_when_rebound(tmp_path, run_cli):
                 pool = pool.again()
             return pool.alloc(n)
     """
-    _, out, _ = run_cli("check", str(typed_project(tmp_path, "", runner)))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(typed_project(tmp_path, "", runner)))
     assert_only_finding(out, "pool.py:5", "`pkg.runner.forward`")
 
 
@@ -380,7 +370,7 @@ def test_the_variable_of_a_loop_over_an_annotated_collection_has_its_element_cla
             for pool in pools:
                 pool.alloc(n)
     """
-    _, out, _ = run_cli("check", str(typed_project(tmp_path, "", runner)))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(typed_project(tmp_path, "", runner)))
     assert set(reported(out)) == reached, out
 
 
@@ -409,7 +399,7 @@ def test_a_base_class_receiver_reaches_the_overrides_of_its_subclasses(tmp_path,
             def forward(self, n):
                 return self.backend.plan(n)
     """
-    _, out, _ = run_cli("check", str(typed_project(tmp_path, backend, runner)))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(typed_project(tmp_path, backend, runner)))
     assert_only_finding(out, "backend.py:9", "`pkg.runner.Runner.forward`")
 
 
@@ -418,7 +408,7 @@ def test_by_name_links_prefer_classes_named_like_the_receiver(tmp_path, run_cli)
     named like `head` is meant, not the LoRA manager's setup method."""
     backend = two_classes("MarkovHead", "LoraManager", "init_state")
     runner = "def forward(head, n):\n    return head.init_state(n)\n"
-    _, out, _ = run_cli("check", str(typed_project(tmp_path, backend, runner)))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(typed_project(tmp_path, backend, runner)))
     assert set(reported(out)) == {"backend.py:5"}, out
 
 
@@ -441,7 +431,7 @@ def test_the_rest_of_a_lazy_build_after_its_early_return_is_one_time(tmp_path, r
             """
         },
     )
-    _, out, _ = run_cli("check", str(tmp_path))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(tmp_path))
     assert set(reported(out)) == {"lazy.py:11"}, out
 
 
@@ -468,7 +458,7 @@ def test_a_lazy_build_guarded_through_a_local_copy_is_one_time(tmp_path, run_cli
             """
         },
     )
-    _, out, _ = run_cli("check", str(tmp_path))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(tmp_path))
     assert set(reported(out)) == {"lazy.py:14"}, out
 
 
@@ -492,7 +482,7 @@ def test_a_local_rebound_after_copying_the_attribute_guards_nothing(tmp_path, ru
             """
         },
     )
-    _, out, _ = run_cli("check", str(tmp_path))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(tmp_path))
     assert set(reported(out)) == {"lazy.py:9"}, out
 
 
@@ -521,7 +511,7 @@ def test_attention_metadata_builders_build_per_forward_and_capture_stays_cold(tm
             """
         },
     )
-    _, out, _ = run_cli("check", str(tmp_path))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(tmp_path))
     assert set(reported(out)) == {"backend.py:5"}, out
     assert "`FlashMetadataBuilder.build` runs per step" in out
 
@@ -543,7 +533,7 @@ def test_names_re_exported_by_a_star_import_resolve(tmp_path, run_cli):
             "serve.py": "from app.utils import build\n\ndef step(ids, dev):\n    return build(ids, dev)\n",
         },
     )
-    _, out, _ = run_cli("check", str(root))
+    _, out, _ = run_cli("check", "--output-format", "concise", str(root))
     assert_only_finding(out, "common.py:4", "`app.serve.step`")
 
 
@@ -560,7 +550,7 @@ def test_explain_says_a_compiled_function_builds_its_tensors_in_the_graph(tmp_pa
             """
         },
     )
-    code, out, _ = run_cli("check", str(tmp_path))
+    code, out, _ = run_cli("check", "--output-format", "concise", str(tmp_path))
     assert code == 0, out
     _, out, _ = run_cli("explain", f"{tmp_path}/m.py:5")
     assert "`forward` is compiled by `@torch.compile`, which builds its tensors in the graph" in out

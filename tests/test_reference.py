@@ -103,7 +103,7 @@ def _fixed_copy(tmp_path):
 
 def test_fix_removes_every_finding_and_keeps_the_output(tmp_path):
     copy, report = _fixed_copy(tmp_path)
-    assert "Fixed 2 findings." in report
+    assert "Found 2 findings (2 fixed, 0 remaining)." in report
     settings = Settings()
     assert [d for c in discover([str(copy)]) for d in check_file(c.path, settings).diagnostics] == []
     changed = {p.name for p in copy.glob("*.py") if p.read_bytes() != (REFERENCE / p.name).read_bytes()}

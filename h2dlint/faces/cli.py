@@ -1,4 +1,5 @@
-"""The command line: `h2dlint check [PATHS...] [--fix|--diff]`, `h2dlint rule CODE`, `h2dlint vendor-helper PATH`.
+"""The command line: `h2dlint check [PATHS...] [--fix|--diff]` (faces/check.py), `h2dlint rule CODE`,
+`h2dlint vendor-helper PATH` and `h2dlint explain PATH:LINE`.
 
 Exit codes: 0 clean, 1 findings or a file that could not be checked, 2 usage error.
 """
@@ -14,33 +15,19 @@ from contextlib import contextmanager
 from typing import Iterator, List, Optional, Sequence
 
 from h2dlint import __version__
-from h2dlint.checker.analyzer import enabled_codes, enabled_rules
+from h2dlint.faces.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, add_check_options, run_check
 from h2dlint.faces.explain import explain_line, parse_location, project_folder
-from h2dlint.faces.output import FORMATS, count_findings, render, render_errors, render_statistics
-from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
+from h2dlint.faces.output import FORMATS
 from h2dlint.facts.positions import source_lines
-from h2dlint.facts.settings import Settings, UsageError
+from h2dlint.facts.settings import UsageError
 from h2dlint.facts.sources import SourceError, read_bytes, read_source
-from h2dlint.fixing.autofix import unified_diff
-from h2dlint.fixing.baseline import add_noqa_to_file
-from h2dlint.fixing.project_fix import fix_paths
-from h2dlint.project.config import (
-    Overrides,
-    config_for_path,
-    configs_remembered,
-    excluded_by_config,
-    settings_for_path,
-    settings_from,
-    unusable_config,
-    unusable_configs,
-)
-from h2dlint.project.findings import FileResult
-from h2dlint.project.run import analyse_paths, check_paths
+from h2dlint.project.config import Overrides, configs_remembered, unusable_configs
+from h2dlint.project.one_file import project_of, project_settings
+from h2dlint.project.roots import Project
+from h2dlint.project.run import analyse_paths
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
 
 RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime.py")  # read, never imported
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -82,93 +69,6 @@ def _after_unusable_configs(status: int) -> int:
     return EXIT_USAGE if unusable_configs() else status
 
 
-def _unusable_config_results() -> List[FileResult]:
-    """Each broken configuration met, as a file that could not be used: reported once, in every format."""
-    return [FileResult(e.path, (), f"{e.reason} (the files it governs were not checked)") for e in unusable_configs()]
-
-
-def run_check(args: argparse.Namespace) -> int:
-    paths = [p for p in args.paths or ["."] if os.path.isdir(p) or unusable_config(p) is None]
-    overrides = Overrides(
-        select=None if args.select is None else tuple(args.select),
-        ignore=tuple(args.ignore),
-        extend_hot_functions=tuple(args.extend_hot_functions),
-        extend_cold_functions=tuple(args.extend_cold_functions),
-        exclude=tuple(args.exclude),
-    )
-    enabled_rules(settings_from(None, overrides))  # bad selectors are usage errors even when no file is checked
-    # Hotness is decided across all the files of a run, so the configuration governing the first path sets
-    # the hot and cold names for the whole run; rule selection and per-file ignores apply file by file.
-    usable = [p for p in paths if unusable_config(p) is None]
-    settings = settings_from(config_for_path(usable[0]) if usable else None, overrides)
-    if args.fix or args.diff:
-        return _run_fix(paths, args, settings, overrides)
-    show = _shows_progress(args)
-    results = check_paths(
-        paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache, excluded=excluded_by_config,
-        progress=lambda files: with_progress(files, show=show),
-    )
-    results = _with_file_selection(results, overrides) + _unusable_config_results()
-    if args.add_noqa:
-        return _add_noqa(results)
-    if args.statistics:
-        sys.stderr.write(render_errors(results))
-        sys.stdout.write(render_statistics(results, args.output_format))
-    else:
-        _report(results, args)
-    failed = any(r.diagnostics or r.error for r in results)
-    return EXIT_FINDINGS if failed else EXIT_CLEAN
-
-
-def _with_file_selection(results: Sequence[FileResult], overrides: Overrides) -> List[FileResult]:
-    """Keep, in each file, the findings that its own configuration selects (`per-file-ignores`, nested tables)."""
-    kept = []
-    for result in results:
-        codes = enabled_codes(settings_for_path(result.path, overrides))
-        kept.append(FileResult(result.path, [d for d in result.diagnostics if d.code in codes], result.error))
-    return kept
-
-
-def _add_noqa(results: Sequence[FileResult]) -> int:
-    """Suppress every current finding in place, to adopt h2dlint with a clean baseline."""
-    added, errors = 0, [r for r in results if r.error]
-    for result in results:
-        if result.diagnostics:
-            try:
-                added += add_noqa_to_file(result.path, result.diagnostics)
-            except SourceError as error:
-                errors.append(FileResult(result.path, (), str(error)))
-            except OSError as error:
-                errors.append(FileResult(result.path, (), f"cannot write: {error.strerror or error}"))
-    sys.stderr.write(render_errors(errors))
-    print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
-    return EXIT_FINDINGS if errors else EXIT_CLEAN
-
-
-def _run_fix(paths: Sequence[str], args: argparse.Namespace, settings: Settings, overrides: Overrides) -> int:
-    """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change.
-    Hotness comes from the project run; each file is fixed with its own configuration (`per-file-ignores`)."""
-    show = _shows_progress(args)
-    outcomes = fix_paths(
-        paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache,
-        write=not args.diff, excluded=excluded_by_config, progress=lambda files: with_progress(files, show=show),
-        settings_for=lambda path: settings_for_path(path, overrides),
-    )
-    results = [FileResult(o.path, o.remaining, o.error) for o in outcomes] + _unusable_config_results()
-    fixed = sum(o.fixed for o in outcomes)
-    if args.diff:
-        sys.stderr.write(render_errors(results))
-        sys.stdout.write("".join(unified_diff(o) for o in outcomes if o.changed))
-        if not args.quiet:
-            sys.stderr.write(f"Would fix {count_findings(fixed)}.\n")
-        return EXIT_FINDINGS if fixed or any(r.error for r in results) else EXIT_CLEAN
-    _report(results, args)
-    if args.output_format == "text" and not args.quiet:
-        sys.stdout.write(f"Fixed {count_findings(fixed)}.\n")
-    failed = any(r.diagnostics or r.error for r in results)
-    return EXIT_FINDINGS if failed else EXIT_CLEAN
-
-
 def run_vendor_helper(args: argparse.Namespace) -> int:
     """Copy the runtime helper's source into the user's project, so it need not depend on h2dlint to run."""
     target = args.path
@@ -182,18 +82,6 @@ def run_vendor_helper(args: argparse.Namespace) -> int:
     module = os.path.splitext(os.path.relpath(target))[0].replace(os.sep, ".")
     print(f"Wrote {target}. Point fixes at it in pyproject.toml:\n\n[tool.h2dlint]\nhelper-module = \"{module}\"")
     return EXIT_CLEAN
-
-
-def _report(results: Sequence[FileResult], args: argparse.Namespace) -> None:
-    sys.stderr.write(render_errors(results))
-    sys.stdout.write(
-        render(results, args.output_format, colour=wants_colour(sys.stdout), summary=not args.quiet)
-    )
-
-
-def _shows_progress(args: argparse.Namespace) -> bool:
-    # Progress goes to stderr, so it is shown when a person watches stderr, whatever stdout is piped to.
-    return not args.quiet and is_terminal(sys.stderr)
 
 
 def run_rule(args: argparse.Namespace) -> int:
@@ -235,7 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--output-format", choices=FORMATS, default="text",
-        help="text (default; coloured on a terminal unless NO_COLOR is set), concise, json, sarif or github",
+        help="text (default: one short line per finding, coloured on a terminal unless NO_COLOR is set), full "
+        "(the whole explanation and a code frame), concise, json, sarif or github",
     )
     check.add_argument(
         "-q", "--quiet", action="store_true", help="print findings only: no progress, no closing summary line"
@@ -251,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         "--extend-cold-functions", type=_codes, default=[], metavar="NAMES",
         help="more one-time function names (globs), comma-separated",
     )
+    add_check_options(check)
     fixing = check.add_mutually_exclusive_group()
     fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
     fixing.add_argument(
@@ -315,11 +205,11 @@ def run_explain(args: argparse.Namespace) -> int:
     overrides = Overrides(
         extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions)
     )
-    paths = args.paths or [project_folder(path)]
-    settings = settings_from(config_for_path(paths[0]), overrides)  # as `check` of the same paths decides heat
+    project = Project(None, tuple(args.paths)) if args.paths else project_of(path, loose=(project_folder(path),))
+    settings = project_settings(project, overrides)  # as `check` of the same project decides heat
     try:
         _require_line(path, line)
-        run = analyse_paths([*paths, path], settings, args.jobs, use_cache=not args.no_cache)
+        run = analyse_paths([*project.paths, path], settings, args.jobs, not args.no_cache, project)
         print("\n".join(explain_line(run, path, line)))
     except SourceError as error:
         print(f"{path}: error: {error}", file=sys.stderr)

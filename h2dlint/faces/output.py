@@ -1,4 +1,5 @@
-"""Printing results in each `--output-format`: text, concise, json (ruff's shape), sarif and github."""
+"""Printing results in each `--output-format`: text (short lines), full (the whole explanation and a code
+frame), concise (one full line per finding), json (ruff's shape), sarif and github."""
 
 from __future__ import annotations
 
@@ -7,19 +8,25 @@ import os
 from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
+from h2dlint.faces.brief import short_message
+from h2dlint.faces.frames import code_frame
 from h2dlint.faces.sarif import render_sarif
 from h2dlint.facts.summary import Fix, Span
 from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import RULES_BY_CODE
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "full", "concise", "json", "sarif", "github")
 
 # ANSI styles for the text format on a terminal, as ruff colours its output.
 _BOLD, _RED, _CYAN, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[0m"
 
 
-def render(results: Sequence[FileResult], output_format: str, *, colour: bool = False, summary: bool = True) -> str:
-    """The whole stdout of a run. `colour` only affects `text`; `summary` is the closing count line."""
+def render(
+    results: Sequence[FileResult], output_format: str, *, colour: bool = False, summary: bool = True,
+    reasons: bool = False,
+) -> str:
+    """The whole stdout of a run. `colour` only affects `text` and `full`; `summary` is the closing count
+    line; `reasons` adds the full explanation under each short `text` line (`--show-reasons`)."""
     if output_format == "json":
         return render_json(results)
     if output_format == "sarif":
@@ -28,19 +35,35 @@ def render(results: Sequence[FileResult], output_format: str, *, colour: bool = 
         return render_github(results)
     if output_format == "concise":
         return "".join(f"{_location(r.path, d)}: {d.code} {d.message}\n" for r in results for d in r.diagnostics)
-    return render_text(results, colour=colour, summary=summary)
+    if output_format == "full":
+        return render_text(results, colour=colour, summary=summary, reasons=True, frames=True)
+    return render_text(results, colour=colour, summary=summary, reasons=reasons)
 
 
-def render_text(results: Sequence[FileResult], *, colour: bool = False, summary: bool = True) -> str:
+def render_text(
+    results: Sequence[FileResult], *, colour: bool = False, summary: bool = True, reasons: bool = False,
+    frames: bool = False,
+) -> str:
     paint = _painter(colour)
-    lines = [
-        f"{paint(_location(r.path, d), _BOLD)}: {paint(d.code, _RED + _BOLD)} {d.message}"
-        for r in results
-        for d in r.diagnostics
-    ]
+    lines = []
+    for r in results:
+        for d in r.diagnostics:
+            lines.append(f"{paint(_location(r.path, d), _BOLD)}: {paint(d.code, _RED + _BOLD)} {short_message(d)}")
+            if frames:
+                lines.extend(code_frame(r.path, d.span))
+            if reasons:
+                lines.extend(_explanation(d, paint))
     if summary:
-        lines.extend(_summary(len(lines), results, paint))
+        count = sum(len(r.diagnostics) for r in results)
+        lines.extend(_summary(count, results, paint))
     return "".join(line + "\n" for line in lines)
+
+
+def _explanation(d: Diagnostic, paint) -> List[str]:
+    """The full text under a short line: why it is reported, and what to do."""
+    if not d.reason:
+        return [f"  = {d.message}"]
+    return [f"  {paint('= why:', _CYAN)} {d.reason}", f"  {paint('= fix:', _CYAN)} {d.remedy}"]
 
 
 def _summary(count: int, results: Sequence[FileResult], paint) -> List[str]:
@@ -62,6 +85,9 @@ def render_json(results: Sequence[FileResult]) -> str:
                 {
                     "code": d.code,
                     "message": d.message,
+                    "short_message": short_message(d),
+                    "reason": d.reason,
+                    "remedy": d.remedy,
                     "filename": filename,
                     **_json_span(d.span),
                     "noqa_row": d.span.row,

@@ -1,18 +1,22 @@
-"""The on-disk cache: per-file summaries keyed by content, and the last run's results.
+"""The on-disk cache: per-file summaries keyed by content, and the last runs' results.
 
-Layout, in `.h2dlint_cache/` of the working folder (or `$H2DLINT_CACHE_DIR`), as ruff keeps `.ruff_cache/`:
+Layout, in `.h2dlint_cache/` of the project's root folder (or of the working folder for paths with no
+project root; `$H2DLINT_CACHE_DIR` overrides both), as ruff keeps `.ruff_cache/`:
 
     .gitignore                      `*`: the cache is never committed
     <run key>/files/ab/abcdef...    one file's `FileSummary`, named by the hash of its content
-    <run key>/last-run              paths -> (mtime, size, content hash), the results and the project heat,
-                                    the run's files and function names (for reusing that heat after edits)
+    <run key>/runs/<project key>    one project's last run: paths -> (mtime, size, content hash), the results
+                                    and the project heat, the run's files and function names (for reusing
+                                    that heat after edits)
 
 The run key digests h2dlint's version, its own source files (so an edited rule never reads stale entries)
 and the whole `Settings` object, so any configuration change (including fields added later) starts afresh.
-Entries are written to a temporary file and renamed into place, so concurrent runs never see a torn file;
-at worst one run's `last-run` replaces another's, and both are complete.
+The project key digests the project's root (or the paths a run was given), so alternating between projects
+or settings keeps each one warm; the `KEPT_RUNS` most recent runs and `KEPT_RUN_KEYS` run keys are kept,
+older ones pruned. Entries are written to a temporary file and renamed into place, so concurrent runs never
+see a torn file; at worst one run's record replaces another's, and both are complete.
 
-A file whose size and modification time match `last-run` is taken to have the same content without being
+A file whose size and modification time match the last run is taken to have the same content without being
 read (as git's index does); otherwise it is read and hashed.
 """
 
@@ -21,8 +25,9 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import h2dlint
 from h2dlint.facts.settings import Settings
@@ -31,6 +36,11 @@ CACHE_DIR_NAME = ".h2dlint_cache"
 ENVIRONMENT_VARIABLE = "H2DLINT_CACHE_DIR"
 
 Stat = Tuple[int, int]  # (mtime in ns, size)
+
+# How much the cache keeps: last runs per run key (projects and file subsets alternated between), and run
+# keys (settings, and h2dlint versions: each edit of h2dlint's own code starts a new one).
+KEPT_RUNS = 16
+KEPT_RUN_KEYS = 4
 
 
 def content_key(data: bytes) -> str:
@@ -45,8 +55,9 @@ def file_stat(path: str) -> Optional[Stat]:
     return (found.st_mtime_ns, found.st_size)
 
 
-def default_cache_root() -> str:
-    return os.environ.get(ENVIRONMENT_VARIABLE) or os.path.abspath(CACHE_DIR_NAME)
+def default_cache_root(project_root: Optional[str] = None) -> str:
+    """`$H2DLINT_CACHE_DIR`, else `.h2dlint_cache/` in the project's root, else in the working folder."""
+    return os.environ.get(ENVIRONMENT_VARIABLE) or os.path.join(os.path.abspath(project_root or "."), CACHE_DIR_NAME)
 
 
 @dataclass
@@ -61,28 +72,12 @@ class LastRun:
     names: Any = None  # the names of all the functions of the run's files
 
 
-def cache_roots(path: str) -> List[str]:
-    """Where a cache for the project holding `path` may be: `$H2DLINT_CACHE_DIR`, the working folder's,
-    or the nearest `.h2dlint_cache` above `path`."""
-    found = [default_cache_root()]
-    folder = os.path.dirname(os.path.abspath(path))
-    while True:
-        candidate = os.path.join(folder, CACHE_DIR_NAME)
-        if os.path.isdir(candidate) and candidate not in found:
-            found.append(candidate)
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    return found
-
-
 class Cache:
-    def __init__(self, settings: Settings, root: Optional[str] = None) -> None:
+    def __init__(self, settings: Settings, root: Optional[str] = None, project: str = "") -> None:
+        """`project` names the project whose last run `load_last_run` and `store_last_run` read and write."""
         self.root = root or default_cache_root()
         self.folder = os.path.join(self.root, run_key(settings))
-        self.last_run_path = os.path.join(self.folder, "last-run")
+        self.last_run_path = os.path.join(self.folder, "runs", _digest(project))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Cache) and other.folder == self.folder
@@ -108,8 +103,15 @@ class Cache:
             return LastRun()
         return found if isinstance(found, LastRun) else LastRun()
 
+    @property
+    def lock_path(self) -> str:
+        """Held while one process (re)builds this project's last run for others (see `one_file`)."""
+        return self.last_run_path + ".lock"
+
     def store_last_run(self, last: LastRun) -> None:
         self._write(self.last_run_path, last)
+        _prune(os.path.dirname(self.last_run_path), KEPT_RUNS)
+        _prune(self.root, KEPT_RUN_KEYS, lambda name: os.path.join(name, "runs"))
 
     def _entry(self, key: str) -> str:
         return os.path.join(self.folder, "files", key[:2], key)
@@ -140,9 +142,42 @@ class Cache:
                 handle.write("# Automatically created by h2dlint.\n*\n")
 
 
+def _prune(folder: str, kept: int, stamp_of=lambda path: path) -> None:
+    """Remove all but the `kept` most recently written entries of `folder` (by the mtime of `stamp_of` each).
+    Only names h2dlint made (`_digest`s) are touched: `$H2DLINT_CACHE_DIR` may name a folder holding more."""
+    import shutil  # only runs that write need it
+
+    try:
+        names = [n for n in os.listdir(folder) if _is_digest(n)]
+    except OSError:
+        return
+    if len(names) <= kept:
+        return
+    stamped = sorted(((file_stat(stamp_of(os.path.join(folder, n))) or (0, 0), n) for n in names), reverse=True)
+    for _, name in stamped[kept:]:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass  # another run pruned it first
+
+
+def _is_digest(name: str) -> bool:
+    return len(name) == 2 * _DIGEST_SIZE and all(c in "0123456789abcdef" for c in name)
+
+
+_DIGEST_SIZE = 12
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=_DIGEST_SIZE).hexdigest()
+
+
 def run_key(settings: Settings) -> str:
-    parts = [h2dlint.__version__, repr(settings), _code_fingerprint()]
-    return hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=12).hexdigest()
+    return _digest("\0".join([h2dlint.__version__, repr(settings), _code_fingerprint()]))
 
 
 def _code_fingerprint() -> str:
@@ -156,3 +191,27 @@ def _code_fingerprint() -> str:
                 stat = file_stat(os.path.join(folder, name))
                 found.append(f"{os.path.relpath(os.path.join(folder, name), package)}:{stat}")
     return ";".join(found)
+
+
+@contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if needed) across processes; others wait for it. Where the
+    platform has no `fcntl`, or the folder cannot be written, this locks nothing: work may then be done twice,
+    never wrongly (entries are replaced whole)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle = open(path, "a+b")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -63,6 +63,7 @@ class ProjectConfig:
     helper_module: str = Settings.helper_module
     accelerator_tensors: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    project_root: Optional[str] = None  # relative to `root`: the folder analysed as the project (roots.py)
 
     def ignored_codes_for(self, path: str) -> Tuple[str, ...]:
         """The `per-file-ignores` selectors whose pattern matches `path`."""
@@ -232,6 +233,12 @@ def _module_name(value: Any) -> str:
     return value
 
 
+def _folder(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a folder such as \"..\", got {_toml_repr(value)}")
+    return value
+
+
 def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise ValueError(f"expected a table of pattern = [codes], got {_toml_repr(value)}")
@@ -253,6 +260,7 @@ _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "helper-module": ("helper_module", _module_name),
     "accelerator-tensors": ("accelerator_tensors", _string_list),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "project-root": ("project_root", _folder),
 }
 
 

@@ -1,13 +1,11 @@
 """Findings: a file's summarised sites and its functions' heat make its diagnostics.
 
-This is also where one file is checked on its own (`check_source`, `check_file`) or with the heat a cached
-project run found for it (`check_source_in_project`, for faces that see one file at a time).
+This is also where one file is checked on its own (`check_source`, `check_file`) or with the heat a project
+run found for it (`check_source_with_heat`; `one_file` gives faces that see one file at a time that heat).
 """
 
 from __future__ import annotations
 
-import functools
-import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -23,7 +21,6 @@ from h2dlint.facts.heat import Heat, site_reason_for
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
 from h2dlint.facts.summary import Fix, Site, Span
-from h2dlint.project.cache import Cache, cache_roots, file_stat
 from h2dlint.project.hotness import function_heat, propagate
 from h2dlint.rules import RULES_BY_CODE, Rule
 
@@ -34,6 +31,9 @@ class Diagnostic:
     message: str
     span: Span
     fix: Optional[Fix] = None  # None when the rule has no fix, or the site cannot be fixed safely
+    # The parts of `message`, for faces that show them apart (JSON, `--show-reasons`, the language server):
+    reason: str = ""  # why the site is reported: "in a loop at line 6; `Runner.forward` runs per step"
+    remedy: str = ""  # what to do instead, and why the fix does not apply here when it does not
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> L
     for site, suppressed in zip(file.summary.sites, file.suppressed):
         reason = report_reason(site, heat.get(site.function), module)
         if reason is not None and not suppressed:
-            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix))
+            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix, reason, _remedy(site)))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
 
 
@@ -68,10 +68,14 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
 
 
 def _message(site: Site, reason: str) -> str:
-    message = f"{site.problem}; {reason}. {site.remedy}."
+    return f"{site.problem}; {reason}. {_remedy(site)}"
+
+
+def _remedy(site: Site) -> str:
+    remedy = f"{site.remedy}."
     if site.unfixable:
-        message += f" Not fixed automatically: {site.unfixable}."
-    return message
+        remedy += f" Not fixed automatically: {site.unfixable}."
+    return remedy
 
 
 def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> FileResult:
@@ -80,23 +84,6 @@ def check_file(path: str, settings: Settings, rules: Optional[Sequence[Rule]] = 
         return FileResult(path, check_source(read_source(path).text, settings, rules))
     except Exception as error:  # even a bug in h2dlint must not stop the other files
         return FileResult(path, (), failure_reason(error))
-
-
-def check_source_in_project(
-    text: str, path: str, settings: Settings, rules: Optional[Sequence[Rule]] = None
-) -> List[Diagnostic]:
-    """Diagnostics for one file, for faces that see one file at a time (the flake8 plugin).
-
-    `text` is the file's current content and `path` where it lives. When the last `h2dlint check` run with
-    the same settings cached a project index covering `path` (in `.h2dlint_cache/`: see `h2dlint.project.cache`),
-    the file's functions take the heat that run found across the project, so a function called per step
-    from another file is hot here too; functions the file itself makes cold stay cold. Without such an
-    index this is exactly `check_source`: reasoning about the file alone. Raises SourceError when `text`
-    cannot be parsed.
-    """
-    if "torch" not in text:
-        return []  # before looking for an index: most files a linter sees cost one substring search
-    return check_source_with_heat(text, settings, rules, project_heat_for(path, settings))
 
 
 def check_source_with_heat(
@@ -125,20 +112,3 @@ def check_source_with_heat(
         if qualname in summary.functions and (qualname not in heat or heat[qualname].hot):
             heat[qualname] = found
     return diagnostics(file, heat, module)
-
-
-def project_heat_for(path: str, settings: Settings) -> Optional[Tuple[str, Dict[str, Heat]]]:
-    """(module name, heat by qualname) of `path` from the cached project index, or None when none covers it."""
-    for root in cache_roots(path):
-        cache = Cache(settings, root)
-        stamp = file_stat(cache.last_run_path)
-        found = _cached_project_heat(cache, stamp).get(os.path.abspath(path)) if stamp else None
-        if found is not None:
-            return found
-    return None
-
-
-@functools.lru_cache(maxsize=4)
-def _cached_project_heat(cache: Cache, stamp: Tuple[int, int]) -> Dict[str, Tuple[str, Dict[str, Heat]]]:
-    """Loaded once per process and per version of the index: flake8 asks for every file in turn."""
-    return cache.load_last_run().heat or {}

@@ -26,11 +26,12 @@ from h2dlint.facts.heat import Heat, Key
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
 from h2dlint.facts.summary import ModuleSummary
-from h2dlint.project.cache import Cache, LastRun, Stat, content_key, file_stat
+from h2dlint.project.cache import Cache, LastRun, Stat, content_key, default_cache_root, file_stat
 from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_moved_loops
 from h2dlint.project.index import ProjectGraph, module_names
+from h2dlint.project.roots import Project
 
 # Below this many files to parse, starting worker processes costs more than it saves.
 SERIAL_BELOW = 48
@@ -64,43 +65,88 @@ def check_paths(
     excluded: Optional[Excluded] = None,
     progress: Optional[Progress] = None,
 ) -> List[FileResult]:
-    """Check files and folders as one project; results are in discovery order. `excluded` skips more paths
-    while walking folders (a configuration's `exclude`); `progress` wraps the files as they are parsed
-    (the CLI's progress bar)."""
+    """Check files and folders as one project (whatever project roots they lie in: see `index_project` for
+    that); results are in discovery order. `excluded` skips more paths while walking folders (a
+    configuration's `exclude`); `progress` wraps the files as they are parsed (the CLI's progress bar)."""
+    last = index_project(Project(None, tuple(paths)), settings, exclude, jobs, use_cache, excluded, progress)
+    return list(last.results.values())  # in discovery order
+
+
+def index_project(
+    project: Project,
+    settings: Settings,
+    exclude: Sequence[str] = (),
+    jobs: Optional[int] = None,
+    use_cache: bool = True,
+    excluded: Optional[Excluded] = None,
+    progress: Optional[Progress] = None,
+    also: Sequence[str] = (),
+) -> LastRun:
+    """Check a whole project; its results (by path as discovered) and heat (by absolute path), as the cache
+    keeps them. `also`: files to check with it though its walk passes them over (named on the command line,
+    yet excluded or ignored)."""
     with collector_paused():
-        return _check_paths(discover(paths, exclude, excluded), settings, jobs, use_cache, progress)
+        candidates = project_candidates(project, exclude, excluded, also)
+        return _check_candidates(candidates, settings, jobs, project_cache(project, settings, use_cache), progress)
 
 
-def _check_paths(
+def fresh_index(
+    project: Project, settings: Settings, excluded: Optional[Excluded] = None
+) -> Optional[LastRun]:
+    """The project's cached last run when no file of it changed since (a stat per file), else None: for a
+    face that must not rebuild the index itself while another process does (see `flake8_plugin`)."""
+    with collector_paused():
+        candidates = project_candidates(project, (), excluded)
+        last = project_cache(project, settings, True).load_last_run()  # type: ignore[union-attr]
+        return last if _unchanged_since(candidates, last) else None
+
+
+def project_candidates(
+    project: Project, exclude: Sequence[str] = (), excluded: Optional[Excluded] = None, also: Sequence[str] = ()
+) -> List[Candidate]:
+    found = discover(project.paths, exclude, excluded)
+    known = {os.path.abspath(c.path) for c in found}
+    return found + [c for c in discover(also) if os.path.abspath(c.path) not in known]
+
+
+def project_cache(project: Project, settings: Settings, use_cache: bool = True) -> Optional[Cache]:
+    return Cache(settings, default_cache_root(project.root), project.identity) if use_cache else None
+
+
+def _check_candidates(
     candidates: Sequence[Candidate],
     settings: Settings,
     jobs: Optional[int],
-    use_cache: bool,
+    cache: Optional[Cache],
     progress: Optional[Progress] = None,
-) -> List[FileResult]:
-    cache = Cache(settings) if use_cache else None
+) -> LastRun:
     last = cache.load_last_run() if cache is not None else LastRun()
-    unchanged = _unchanged_keys(candidates, last)
-    if unchanged is not None and last.fingerprint == _fingerprint(candidates, unchanged) and last.results:
-        return [last.results[c.path] for c in candidates]  # nothing changed since the last run
+    if _unchanged_since(candidates, last):
+        return last  # nothing changed since the last run
     summarised: Dict[str, _Outcome] = {}
     rechecked = _recheck_changed(candidates, settings, jobs, cache, last, progress, summarised) if cache else None
     if rechecked is not None:
         cache.store_last_run(rechecked)  # type: ignore[union-attr]
-        return [rechecked.results[c.path] for c in candidates]
-    run = analyse(candidates, settings, jobs, cache, last, progress, summarised)
+        return rechecked
+    found = _last_run(candidates, analyse(candidates, settings, jobs, cache, last, progress, summarised))
     if cache is not None:
-        cache.store_last_run(_last_run(candidates, run))
-    return run.results
+        cache.store_last_run(found)
+    return found
+
+
+def _unchanged_since(candidates: Sequence[Candidate], last: LastRun) -> bool:
+    unchanged = _unchanged_keys(candidates, last)
+    return bool(unchanged is not None and last.fingerprint == _fingerprint(candidates, unchanged) and last.results)
 
 
 def analyse_paths(
-    paths: Sequence[str], settings: Settings, jobs: Optional[int] = None, use_cache: bool = True
+    paths: Sequence[str], settings: Settings, jobs: Optional[int] = None, use_cache: bool = True,
+    project: Optional[Project] = None,
 ) -> ProjectRun:
-    """The whole analysis of `paths`, for questions about it (`explain`); reads the cache, leaves the
-    last check run's record alone."""
+    """The whole analysis of `paths`, for questions about it (`explain`); reads the cache of `project`
+    (by default the paths themselves), leaves its last check run's record alone."""
     with collector_paused():
-        cache = Cache(settings) if use_cache else None
+        cache = project_cache(project or Project(None, tuple(paths)), settings, use_cache)
         return analyse(discover(paths), settings, jobs, cache, cache.load_last_run() if cache else None)
 
 
