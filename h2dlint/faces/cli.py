@@ -1,5 +1,5 @@
 """The command line: `h2dlint check [PATHS...] [--fix|--diff]` (faces/check.py), `h2dlint rule CODE`,
-`h2dlint vendor-helper PATH` and `h2dlint explain PATH:LINE`.
+`h2dlint vendor-helper PATH`, `h2dlint explain PATH:LINE` and `h2dlint server` (the language server).
 
 Exit codes: 0 clean, 1 findings or a file that could not be checked, 2 usage error.
 """
@@ -161,7 +161,15 @@ def _parser() -> argparse.ArgumentParser:
     rule.set_defaults(run=run_rule)
 
     _add_explain_command(commands)
+    server = commands.add_parser("server", help="run the language server on stdio (needs h2dlint[lsp])")
+    server.set_defaults(run=run_server)
     return parser
+
+
+def run_server(args: argparse.Namespace) -> int:
+    from h2dlint.faces.server import serve  # pygls is imported only by the language server
+
+    return serve()
 
 
 def _add_speed_options(check: argparse.ArgumentParser) -> None:
