@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from typing import Optional, Sequence, Type
 
-from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
 from h2dlint.rules.as_tensor_with_device import AsTensorWithDevice
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.blocking_host_copy import BlockingHostCopy
+from h2dlint.rules.context import Context
 from h2dlint.rules.copy_into_device_buffer import CopyIntoDeviceBuffer
 from h2dlint.rules.new_tensor_on_device import NewTensorOnDevice
 from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
@@ -109,9 +109,9 @@ class CopyUnderCapture(Rule):
         super().__init__(settings)
         self._copy_rules = [rule(self.settings) for rule in COPY_RULES]
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         for rule in self._copy_rules:
-            found = rule.match(call, names)
+            found = rule.check_call(call, context)
             if found is not None:
                 return Match(
                     node=found.node,
