@@ -11,7 +11,8 @@ import pytest
 from h2dlint.checker.collector import summarize
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.summary import MODULE
-from h2dlint.rules import ALL_RULES, Match, Rule
+from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Match, Rule
+from h2dlint.rules.copy_under_capture import CopyUnderCapture
 from h2dlint.rules.context import Context, NodeKind
 
 SOURCE = textwrap.dedent(
@@ -138,3 +139,45 @@ def test_every_registered_rule_implements_the_kinds_it_declares(rule):
     assert rule.looks_at, rule.code
     for kind in rule.looks_at:
         assert getattr(rule, f"check_{kind.value}") is not getattr(Rule, f"check_{kind.value}"), (rule.code, kind)
+
+
+class ReportedEverywhere(RecordingRule):
+    """A rule that decides its own reporting: every site, whatever the heat, as HTD106 does for capture."""
+
+    code = "HTD901"
+
+    @classmethod
+    def report_reason(cls, site, owner, module=""):
+        return "the rule reports it everywhere" if site.span.row != 22 else None
+
+    @classmethod
+    def unreported_reason(cls, site, owner):
+        return "the rule never reports module level"
+
+
+def test_findings_and_explain_ask_the_rule_whether_its_site_is_reported(monkeypatch):
+    from h2dlint.checker.analyzer import FileSummary
+    from h2dlint.faces.explain import _site_verdict
+    from h2dlint.project.findings import diagnostics
+
+    monkeypatch.setitem(RULES_BY_CODE, ReportedEverywhere.code, ReportedEverywhere)
+    summary = _run(ReportedEverywhere())
+    file = FileSummary(summary, (False,) * len(summary.sites))
+    found = diagnostics(file, heat={})  # nothing is hot
+    assert [(d.code, d.span.row) for d in found] == [("HTD901", 11), ("HTD901", 15)]
+    assert "the rule reports it everywhere" in found[0].message
+    verdicts = [_site_verdict(file, index, {}, "") for index in range(len(summary.sites))]
+    assert verdicts[0] == "is reported: the rule reports it everywhere"
+    assert verdicts[2] == "is not reported: the rule never reports module level"
+
+
+def test_copy_under_capture_reports_captured_sites_whatever_the_heat():
+    from h2dlint.facts.heat import Heat
+
+    summary = _run(RecordingRule())
+    captured, plain = summary.sites[1], summary.sites[0]
+    cold = Heat(False, "`Runner.step` is marked cold", "marked cold")
+    assert captured.capture is not None
+    assert CopyUnderCapture.report_reason(captured, cold) == captured.capture
+    assert CopyUnderCapture.report_reason(plain, cold) is None
+    assert Rule.report_reason(captured, Heat(True, "per step", "per step")) is None  # other rules: never captured

@@ -13,7 +13,9 @@ import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, FrozenSet, Optional, Sequence, Tuple
 
+from h2dlint.facts.heat import Heat, site_reason_for, site_unreported_reason
 from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import Site
 from h2dlint.rules.context import Context, NodeKind
 from h2dlint.rules.rewrites import Rewrite
 
@@ -62,9 +64,6 @@ class Rule:
     triggers: ClassVar[Tuple[Tuple[str, ...], ...]]
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
-    # True for a rule that reports constructs under CUDA-graph capture: its sites are reported when they run
-    # under capture (see `analyzer.report_reason`), whatever their hotness, and other rules' sites there are not.
-    reports_capture: ClassVar[bool] = False
 
     def __init__(self, settings: Optional[Settings] = None) -> None:
         self.settings = settings if settings is not None else Settings()
@@ -90,6 +89,18 @@ class Rule:
     def check_for_iterable(self, iterable: ast.expr, context: Context) -> Optional[Match]:
         """What a `for` statement iterates over."""
         raise NotImplementedError
+
+    @classmethod
+    def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
+        """Why `site`, one of this rule's, is reported, given the heat of its function (`owner`) and its
+        module; None when it is not. Most rules report hot code that is not one-time and does not run under
+        CUDA-graph capture. Findings and `explain` both ask this."""
+        return site_reason_for(site, owner, module)
+
+    @classmethod
+    def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
+        """Why `site` is not reported, when `report_reason` gives None: for `explain`."""
+        return site_unreported_reason(site, owner)
 
     @classmethod
     def may_match(cls, text: str) -> bool:
