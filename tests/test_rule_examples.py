@@ -7,8 +7,9 @@ import textwrap
 import pytest
 
 from h2dlint.facts.settings import Settings
+from h2dlint.fixing.autofix import fix_source
 from h2dlint.project.findings import check_source
-from h2dlint.rules import ALL_RULES
+from h2dlint.rules import ALL_RULES, Invalid
 
 
 def _cases(kind):
@@ -38,6 +39,32 @@ def test_invalid_example_is_reported_once_where_expected(rule, example):
     if example.column is not None:
         assert found[0].span.column == example.column
     assert example.reason in found[0].message
+    assert example.marked_code == rule.code
+
+
+@pytest.mark.parametrize("rule, example", _cases("INVALID"))
+def test_fixing_an_invalid_example_gives_its_fixed_source(rule, example):
+    fixed, _, _ = fix_source(example.code, Settings(), rules=[rule()])
+    if example.fixed is None:
+        assert fixed == example.code, "the case is fixable: state the fixed source with `fixed=`"
+    else:
+        assert fixed == example.fixed_code
+
+
+def test_an_invalid_example_names_its_line_with_one_marker():
+    case = Invalid(
+        """
+        import torch
+
+        def step(x):
+            return torch.tensor(x).cuda()  # HTD103
+        """
+    )
+    assert (case.line, case.marked_code) == (4, "HTD103")
+    assert case.code == "import torch\n\ndef step(x):\n    return torch.tensor(x).cuda()\n"
+    for unmarked_or_twice in ("x = 1\n", "x = 1  # HTD101\ny = 2  # HTD102\n"):
+        with pytest.raises(ValueError, match="exactly one"):
+            Invalid(unmarked_or_twice).line
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)

@@ -13,6 +13,7 @@ from typing import ClassVar, Optional, Sequence, Tuple
 
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
+from h2dlint.rules.examples import Invalid, Valid
 from h2dlint.rules.rewrites import Rewrite
 
 
@@ -25,26 +26,6 @@ class Match:
     remedy: str
     rewrite: Optional[Rewrite] = None  # how to fix it, when the rule knows a behaviour-preserving fix
     unfixable: Optional[str] = None  # why a rule that has a fix cannot apply it here
-
-
-@dataclass(frozen=True)
-class Valid:
-    """Code the rule must not report."""
-
-    code: str
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """Code the rule must report once, at `line` (and `column`, 1-based, when given).
-
-    `reason` is a substring the message must contain, typically why the site is hot.
-    """
-
-    code: str
-    line: int
-    column: Optional[int] = None
-    reason: str = ""
 
 
 class Rule:
