@@ -8,6 +8,7 @@ from typing import Optional
 from h2dlint.facts.constructs import accelerator_device, has_empty_literal_data
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.docs import HELPER_FIX_SAFETY, KNOWN_DRAIN_LIMITS, KNOWN_HEAT_LIMITS
 from h2dlint.rules.rewrites import constructor_rewrite
 
 
@@ -45,6 +46,19 @@ class AsTensorWithDevice(Rule):
                 temperatures = pinned.to(logits.device, non_blocking=True)
                 return logits / temperatures[:, None]
         """
+
+    fix_availability = "sometimes"
+    fix_safety = HELPER_FIX_SAFETY.format(helper="h2d_as_tensor", original="torch.as_tensor")
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        When `data` is already a tensor on the target device the call is free, but the rule cannot tell: silence such
+        a site with `# noqa: HTD102` (the fix is harmless there: the helper makes the original call for tensor data).
+        """,
+        KNOWN_DRAIN_LIMITS,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    references = ("cuda-sync", "pin-memory", "runtime", "hotness")
 
     VALID = (
         Valid("""

@@ -8,6 +8,7 @@ from typing import Optional
 from h2dlint.facts.constructs import device_copy, host_built_tensor, is_pinned
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.docs import COPY_FIX_SAFETY, KNOWN_DRAIN_LIMITS, KNOWN_HEAT_LIMITS
 from h2dlint.rules.rewrites import copy_rewrite
 
 
@@ -49,6 +50,26 @@ class BlockingHostCopy(Rule):
                 )
                 self.batch_ranks = ranks.to(self.device, non_blocking=True)
         """
+
+    fix_availability = "sometimes"
+    fix_safety = (
+        COPY_FIX_SAFETY.format(copy="`torch.tensor(d, dtype=x).to(dev)` or `.cuda()`"),
+        """
+        A blocking copy of a source already built with `pin_memory=True` is reported with the remedy "pass
+        `non_blocking=True`" and no fix: that would remove the stream drain the blocking copy makes, which the code
+        may depend on.
+        """,
+    )
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Only a tensor built in the same function is recognised as host-built: one passed in as a parameter or kept in
+        an attribute is not, so those copies are missed.
+        """,
+        KNOWN_DRAIN_LIMITS,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    references = ("cuda-sync", "pin-memory", "runtime", "hotness")
 
     VALID = (
         Valid("""

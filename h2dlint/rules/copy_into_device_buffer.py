@@ -10,6 +10,7 @@ from h2dlint.facts.arguments import is_constant, is_false_literal, keyword_arg, 
 from h2dlint.facts.constructs import host_built_tensor, on_accelerator
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
 
 
 class CopyIntoDeviceBuffer(Rule):
@@ -63,6 +64,23 @@ class CopyIntoDeviceBuffer(Rule):
             lengths = torch.tensor([len(r.tokens) for r in reqs], dtype=torch.int32, pin_memory=True)
             seq_lens.copy_(lengths, non_blocking=True)
         """
+
+    fix_availability = "never"
+    fix_safety = """
+        There is no automatic fix: adding `pin_memory=True` and `non_blocking=True` removes the drain that the
+        blocking copy makes, and code that reads `buf` from another stream, or reads a buffer filled by an earlier
+        `non_blocking` device-to-host copy, may depend on it by accident.
+        """
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Only buffers whose placement is visible (a local or attribute built with an accelerator `device=`, or matching
+        `accelerator-tensors`) are checked, so copies into buffers passed in from elsewhere are missed. Only sources
+        built in the same function are recognised as pageable.
+        """,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
+    references = ("cuda-sync", "pin-memory", "sync-debug-mode", "hotness")
 
     VALID = (
         Valid("""

@@ -60,6 +60,21 @@ class CopyUnderCapture(Rule):
                 self.out = self.model(self.input_ids[:bs], self.positions[:bs])
         """
 
+    fix_availability = "never"
+    fix_safety = """
+        There is no automatic fix, and the other rules' fixes are never applied under capture: a pinned `non_blocking`
+        copy would be captured reading host memory the graph does not own, which is silently wrong on replay. Move the
+        copy out of the captured region into a static buffer by hand.
+        """
+    known_problems = """
+        Only `with torch.cuda.graph(...)` blocks count as capture, and only calls to functions of the same module are
+        followed from them: code captured through `torch.cuda.make_graphed_callables`, `CUDAGraph.capture_begin()`, an
+        engine's own capture wrapper or a function in another module is not recognised. It finds the constructs
+        HTD101-HTD105 and HTD107 find, with their blind spots.
+        """
+    options = ("accelerator-tensors",)
+    references = ("cuda-graphs", "cuda-sync")
+
     VALID = (
         Valid("""
             import torch

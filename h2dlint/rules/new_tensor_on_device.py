@@ -10,6 +10,7 @@ from h2dlint.facts.arguments import keyword_value
 from h2dlint.facts.constructs import is_host_device, on_accelerator
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
 
 
 class NewTensorOnDevice(Rule):
@@ -49,6 +50,22 @@ class NewTensorOnDevice(Rule):
             pinned = torch.tensor([len(r.tokens) for r in reqs], dtype=torch.int64, pin_memory=True)
             lengths = pinned.to(positions.device, non_blocking=True)
         """
+
+    fix_availability = "never"
+    fix_safety = """
+        There is no automatic fix: where the new tensor lands is decided by `x` at run time, and the rewrite needs
+        both the device and the dtype `new_tensor` takes from `x`. Write the pinned copy by hand, as in "Use instead".
+        """
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Most receivers are of unknown placement (parameters, dataclass fields, helper return values), so the rule
+        misses most `new_tensor` calls unless `accelerator-tensors` names them; `["*"]` reports every receiver,
+        including tensors that are on the CPU.
+        """,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
+    references = ("cuda-sync", "pin-memory", "hotness")
 
     VALID = (
         Valid("""

@@ -8,6 +8,7 @@ from typing import Optional
 from h2dlint.facts.constructs import device_copy, host_built_tensor
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.docs import COPY_FIX_SAFETY, KNOWN_HEAT_LIMITS
 from h2dlint.rules.rewrites import copy_rewrite
 
 
@@ -50,6 +51,22 @@ class PageableNonBlocking(Rule):
                     )
                 )
         """
+
+    fix_availability = "sometimes"
+    fix_safety = COPY_FIX_SAFETY.format(
+        copy="`torch.tensor(d, dtype=x).to(dev, non_blocking=True)` or `.cuda(non_blocking=True)`"
+    )
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Whether a pageable `non_blocking` copy actually stalls depends on the driver and the copy's size: on an H200
+        (torch 2.11, CUDA 13) a small one did not stall the host, so there the fix guarantees asynchrony rather than
+        speeding the step up. A tensor pinned afterwards with `t.pin_memory()` counts as pinned, though that call
+        itself has been seen to stall for milliseconds under load; prefer `pin_memory=True` at construction.
+        """,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    references = ("cuda-sync", "pin-memory", "sync-debug-mode", "runtime", "reference", "hotness")
 
     VALID = (
         Valid("""

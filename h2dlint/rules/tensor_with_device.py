@@ -8,6 +8,7 @@ from typing import Optional
 from h2dlint.facts.constructs import accelerator_device, has_empty_literal_data
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.docs import HELPER_FIX_SAFETY, KNOWN_DRAIN_LIMITS, KNOWN_HEAT_LIMITS
 from h2dlint.rules.rewrites import constructor_rewrite
 
 
@@ -46,6 +47,20 @@ class TensorWithDevice(Rule):
                 pinned = torch.tensor(ids, dtype=torch.int64, pin_memory=True)
                 penalties.cumulate(pinned.to(batch.device, non_blocking=True))
         """
+
+    fix_availability = "sometimes"
+    fix_safety = HELPER_FIX_SAFETY.format(helper="h2d_tensor", original="torch.tensor")
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Any device other than a literal `"cpu"`, `"meta"` or `None` is taken as an accelerator, so a variable that
+        holds `"cpu"` gives a false finding (the fixed call then falls back to the original, so the fix is harmless
+        there).
+        """,
+        KNOWN_DRAIN_LIMITS,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    references = ("cuda-sync", "pin-memory", "sync-debug-mode", "runtime", "reference", "hotness")
 
     VALID = (
         Valid("""
