@@ -4,15 +4,17 @@ How it is built (for contributors; README.md is for users). One core, shared by 
 imports only point down (`lint-imports` checks the contract in pyproject.toml; tests/test_layers.py runs it):
 
     facts/     one file's facts: reading and decoding (sources), the syntax gate, positions, names and
-               scopes (which names are torch), constructs and arguments, noqa comments, settings, the plain
-               summary and heat records the walk produces
+               scopes (which names are torch), constructs and arguments, one-time guards, receiver types,
+               registrations (custom ops, compile, caches), markers, noqa comments, settings, and the
+               plain summary and heat records the walk produces
     rules/     one module per rule: a `Rule` class with its documentation and its own VALID/INVALID
                examples (which are its tests); the rewrite every fix shares and the helper import
-    checker/   the single `ast` walk per file (collector), calls between functions (call_graph), what runs
-               under CUDA-graph capture (capture), and `analyzer`: source text in, the file's summary out
-    project/   a run over many files: which files (files), `[tool.h2dlint]` (config), the cache, the
-               project index, hotness propagated across files (hotness), findings (`check_source`) and
-               the run itself
+    checker/   the single `ast` walk per file (walk: frames and regions; collector: what it records),
+               calls between functions (call_graph), what runs under CUDA-graph capture (capture), and
+               `analyzer`: source text in, the file's summary out
+    project/   a run over many files: which files (files), `[tool.h2dlint]` (config), the cache, module
+               names and the project index, hotness propagated across files (hotness), findings
+               (`check_source`) and the run itself
     fixing/    applying fixes to text and, atomically, to files; `--diff`; `--add-noqa` (baseline)
     faces/     the command line, `explain`, output formats and SARIF, the terminal, the flake8 plugin, the
                libcst codemod, and the rule pages generated into the repository (rule_docs)
