@@ -9,14 +9,15 @@ rule's `report_reason`.
 from __future__ import annotations
 
 import ast
-import textwrap
 from dataclasses import dataclass
-from typing import ClassVar, FrozenSet, Optional, Sequence, Tuple
+from typing import ClassVar, FrozenSet, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.heat import Heat, site_reason_for, site_unreported_reason
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import Site
 from h2dlint.rules.context import Context, NodeKind
+from h2dlint.rules.docs import dedent, render_documentation
+from h2dlint.rules.examples import Invalid, Valid
 from h2dlint.rules.rewrites import Rewrite
 
 
@@ -31,26 +32,6 @@ class Match:
     unfixable: Optional[str] = None  # why a rule that has a fix cannot apply it here
 
 
-@dataclass(frozen=True)
-class Valid:
-    """Code the rule must not report."""
-
-    code: str
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """Code the rule must report once, at `line` (and `column`, 1-based, when given).
-
-    `reason` is a substring the message must contain, typically why the site is hot.
-    """
-
-    code: str
-    line: int
-    column: Optional[int] = None
-    reason: str = ""
-
-
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -60,6 +41,12 @@ class Rule:
     why_bad: ClassVar[str]
     example: ClassVar[str]
     use_instead: ClassVar[str]
+    fix_availability: ClassVar[str]  # "sometimes" or "never": whether `--fix` can rewrite its findings
+    # What the fix changes and when it is withheld: one block, or several (shared text, then the rule's own).
+    fix_safety: ClassVar[Union[str, Tuple[str, ...]]]
+    known_problems: ClassVar[Union[str, Tuple[str, ...]]]  # where the rule is wrong or blind, honestly
+    options: ClassVar[Tuple[str, ...]] = ()  # the `[tool.h2dlint]` keys that change what it reports or fixes
+    references: ClassVar[Tuple[str, ...]] = ()  # keys of `docs.REFERENCES`
     # A cheap prefilter: the file must contain at least one word of every group, or the rule cannot match.
     triggers: ClassVar[Tuple[Tuple[str, ...], ...]]
     VALID: ClassVar[Sequence[Valid]] = ()
@@ -109,20 +96,9 @@ class Rule:
     @classmethod
     def description(cls) -> str:
         """What the rule does, in plain text: the first section of its documentation."""
-        return _dedent(cls.what_it_does)
+        return dedent(cls.what_it_does)
 
     @classmethod
     def documentation(cls) -> str:
-        sections = [
-            f"# {cls.name} ({cls.code})",
-            cls.summary,
-            "## What it does\n" + cls.description(),
-            "## Why is this bad?\n" + _dedent(cls.why_bad),
-            "## Example\n```python\n" + _dedent(cls.example) + "\n```",
-            "## Use instead\n```python\n" + _dedent(cls.use_instead) + "\n```",
-        ]
-        return "\n\n".join(sections) + "\n"
-
-
-def _dedent(text: str) -> str:
-    return textwrap.dedent(text).strip("\n")
+        """The rule's page, as `h2dlint rule CODE` prints it and SARIF carries it."""
+        return render_documentation(cls)

@@ -61,48 +61,101 @@ class CopyUnderCapture(Rule):
                 self.out = self.model(self.input_ids[:bs], self.positions[:bs])
         """
 
+    fix_availability = "never"
+    fix_safety = """
+        There is no automatic fix, and the other rules' fixes are never applied under capture: a pinned `non_blocking`
+        copy would be captured reading host memory the graph does not own, which is silently wrong on replay. Move the
+        copy out of the captured region into a static buffer by hand.
+        """
+    known_problems = """
+        Only `with torch.cuda.graph(...)` blocks count as capture, and only calls to functions of the same module are
+        followed from them: code captured through `torch.cuda.make_graphed_callables`, `CUDAGraph.capture_begin()`, an
+        engine's own capture wrapper or a function in another module is not recognised. It finds the constructs
+        HTD101-HTD105 and HTD107 find, with their blind spots.
+        """
+    options = ("accelerator-tensors",)
+    references = ("cuda-graphs", "cuda-sync")
+
     VALID = (
-        Valid(
-            "import torch\n\ndef capture(g, dev):\n    ids = torch.tensor([0], device=dev)\n"
-            "    with torch.cuda.graph(g):\n        out = model(ids)\n"
-        ),
-        Valid(
-            "import torch\n\ndef forward(ids, dev):  # 'graph' in a comment only\n"
-            "    return torch.tensor(ids, device=dev)\n"
-        ),
-        Valid(
-            "import torch\n\ndef capture(g, dev, x):\n    with torch.cuda.graph(g):\n        out = x.to(dev)\n"
-        ),
-        Valid(
-            "import torch\n\ndef helper(dev):\n    return torch.tensor([1], device=dev)\n\n"
-            "def capture(g, dev):\n    helper(dev)\n    with torch.cuda.graph(g):\n        pass\n"
-        ),
+        Valid("""
+            import torch
+
+            def capture(g, dev):
+                ids = torch.tensor([0], device=dev)
+                with torch.cuda.graph(g):
+                    out = model(ids)
+            """),
+        Valid("""
+            import torch
+
+            def forward(ids, dev):  # 'graph' in a comment only
+                return torch.tensor(ids, device=dev)
+            """),
+        Valid("""
+            import torch
+
+            def capture(g, dev, x):
+                with torch.cuda.graph(g):
+                    out = x.to(dev)
+            """),
+        Valid("""
+            import torch
+
+            def helper(dev):
+                return torch.tensor([1], device=dev)
+
+            def capture(g, dev):
+                helper(dev)
+                with torch.cuda.graph(g):
+                    pass
+            """),
     )
     INVALID = (
         Invalid(
-            "import torch\n\ndef capture(g, dev, ids):\n    buf = torch.zeros(8, device=dev)\n"
-            "    with torch.cuda.graph(g):\n        buf.copy_(torch.tensor(ids))\n",
-            line=6,
+            """
+            import torch
+
+            def capture(g, dev, ids):
+                buf = torch.zeros(8, device=dev)
+                with torch.cuda.graph(g):
+                    buf.copy_(torch.tensor(ids))  # HTD106
+            """,
             reason="HTD107",
         ),
         Invalid(
-            "import torch\n\ndef capture(g, dev, bs):\n    with torch.cuda.graph(g):\n"
-            "        pos = torch.tensor(list(range(bs)), device=dev)\n",
-            line=5,
+            """
+            import torch
+
+            def capture(g, dev, bs):
+                with torch.cuda.graph(g):
+                    pos = torch.tensor(list(range(bs)), device=dev)  # HTD106
+            """,
             column=15,
             reason="inside `with torch.cuda.graph(...)` at line 4",
         ),
         Invalid(
-            "import torch\n\nclass Runner:\n    def run_once(self, ids):\n"
-            "        return torch.tensor(ids).to(self.device)\n\n"
-            "    def capture_one(self, g, ids):\n        with torch.cuda.graph(g):\n            self.run_once(ids)\n",
-            line=5,
+            """
+            import torch
+
+            class Runner:
+                def run_once(self, ids):
+                    return torch.tensor(ids).to(self.device)  # HTD106
+
+                def capture_one(self, g, ids):
+                    with torch.cuda.graph(g):
+                        self.run_once(ids)
+            """,
             reason="`Runner.run_once` is called inside `with torch.cuda.graph(...)` at line 8 of `Runner.capture_one`",
         ),
         Invalid(
-            "import torch\nfrom torch.cuda import graph\n\ndef step(g, ids, dev):\n    with graph(g):\n"
-            "        return torch.as_tensor(ids, device=dev)\n",
-            line=6,
+            """
+            import torch
+            from torch.cuda import graph
+
+            def step(g, ids, dev):
+                with graph(g):
+                    return torch.as_tensor(ids, device=dev)  # HTD106
+            """,
         ),
     )
 
