@@ -21,7 +21,7 @@ from h2dlint.facts.registrations import (
     registered_function,
     registered_op_function,
 )
-from h2dlint.facts.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
+from h2dlint.facts.summary import MODULE, CallKind, CallRef, ClassInfo, Fix, FunctionInfo, Marker, ModuleSummary, Site
 from h2dlint.facts.syntax import child_nodes, is_self, last_name
 from h2dlint.rules import Match, Rule
 from h2dlint.rules.context import FrameKind, NodeKind
@@ -165,7 +165,7 @@ class _Collector(Walk):
                 span=span,
                 function=self._owner(),
                 loop=loops[-1] if loops else None,
-                marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
+                marked_cold=find_marker(self._lines, span.row, span.end_row) is Marker.COLD,
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
                 one_time=self.context.one_time,
@@ -201,7 +201,7 @@ class _Collector(Walk):
             loop_line=loops[-1][1] if loops else None,
             one_time=self.context.one_time,
             capture_line=self._captures[0] if self._captures else None,
-            receiver=receiver(node.func, frame.types) if kind in ("attr", "method") else None,
+            receiver=receiver(node.func, frame.types) if kind in _TYPED_RECEIVER_KINDS else None,
         )
         self.summary.calls.append(call)
 
@@ -218,6 +218,9 @@ class _Collector(Walk):
             function = registered_function(self.summary.functions, owner, name)
             if function is not None and function.custom_op is None:
                 function.custom_op = how
+
+
+_TYPED_RECEIVER_KINDS = (CallKind.ATTR, CallKind.METHOD)  # calls whose receiver's class may be known
 
 
 def _capture_reason(captures: Sequence[int]) -> Optional[str]:

@@ -6,11 +6,38 @@ These are plain records, built by `collector.py` from an `ast` tree and read by 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Dict, List, Optional, Tuple
 
 MODULE = "<module>"  # the owner of code outside any function
 
-LoopRegion = Tuple[str, int]  # ("loop" | "comprehension", the line it starts on)
+
+
+class Marker(Enum):
+    """A `# h2dlint: hot` or `# h2dlint: cold` comment."""
+
+    HOT = "hot"
+    COLD = "cold"
+
+
+class LoopKind(Enum):
+    """What repeats the code of a loop region; the value is how messages name it ("in a loop at line 9")."""
+
+    LOOP = "loop"  # `for` and `while`
+    COMPREHENSION = "comprehension"  # the element and filters of a comprehension or generator
+
+
+LoopRegion = Tuple[LoopKind, int]  # a loop region and the line it starts on
+
+
+class CallKind(Enum):
+    """How a call names the function it may reach (see `CallRef`)."""
+
+    NAME = "name"  # `m()`
+    SELF = "self"  # `self.m()` / `cls.m()`
+    SUPER = "super"  # `super().m()`
+    ATTR = "attr"  # `X.m()`, X a plain name
+    METHOD = "method"  # `m` called on any other receiver: `self.batch.m()`, `f().m()`
 
 
 @dataclass(frozen=True)
@@ -46,7 +73,7 @@ class FunctionInfo:
     line: int
     class_qualname: Optional[str]  # set for methods
     parent: Optional[str]  # the enclosing function, for nested functions
-    marker: Optional[str] = None  # "hot" or "cold", from a `# h2dlint: ...` comment
+    marker: Optional[Marker] = None  # from a `# h2dlint: hot|cold` comment on its header
     cache_decorator: Optional[str] = None  # "functools.lru_cache" and the like: the body runs once per key
     end_line: int = 0  # the last line of its body
     returns: Optional[str] = None  # the class its return annotation names, as written
@@ -62,7 +89,7 @@ class FunctionInfo:
 class ClassInfo:
     qualname: str
     bases: Tuple[str, ...]  # simple names of base classes, as written
-    marker: Optional[str] = None
+    marker: Optional[Marker] = None
 
 
 @dataclass(frozen=True)
@@ -70,16 +97,14 @@ class CallRef:
     """A call from `caller` that may reach a function of this module."""
 
     caller: str  # a function qualname, or MODULE
-    # "self" (self.m / cls.m), "super" (super().m), "name" (m), "attr" (X.m, X a plain name),
-    # "method" (m called on any other receiver: `self.batch.m()`, `f().m()`)
-    kind: str
+    kind: CallKind
     name: str
-    owner: Optional[str]  # the plain name X for "attr"
+    owner: Optional[str]  # the plain name X for CallKind.ATTR
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     one_time: bool = False  # under a cached-build guard (`if self._x is None:`): spreads no heat
-    # What the receiver of an "attr" or "method" call is known to be: ("self", "a", "b") for `self.a.b.m()`;
+    # What the receiver of an ATTR or METHOD call is known to be: ("self", "a", "b") for `self.a.b.m()`;
     # ("Batch", "req") for `batch.req.m()` where `batch: Batch`; ("Batch()",) for `b.m()` after
     # `b = Batch(...)`, a class or a function whose return annotation names one ("self.make()" for a method).
     receiver: Optional[Tuple[str, ...]] = None
