@@ -8,8 +8,10 @@ receiver types (`receivers`), registrations (`registrations`) and marker comment
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
+from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
 from h2dlint.facts.markers import find_marker, header_end
 from h2dlint.facts.positions import span_of
@@ -39,7 +41,7 @@ def summarize(
     """
     collector = _Collector(lines, rules, plan_fix)
     collector.run(module)
-    return collector.summary
+    return with_capture_marks(collector.summary)
 
 
 class _Collector(Walk):
@@ -56,7 +58,7 @@ class _Collector(Walk):
 
     def run(self, module: ast.Module) -> None:
         self._walk_module(module)
-        self._mark_custom_ops()
+        self._add_registered_custom_ops()
 
     # --- scopes -------------------------------------------------------------------------------------------
 
@@ -211,13 +213,14 @@ class _Collector(Walk):
             how = f"`{ast.unparse(node.func)}(...)` at line {node.lineno}"
             self._registered_ops.append((self._owner(), registered, how))
 
-    def _mark_custom_ops(self) -> None:
-        """Mark the functions registered by calls (`direct_register_custom_op(op_func=f)`) as custom ops: `f`
-        nested in the registering function, or else defined at module level."""
+    def _add_registered_custom_ops(self) -> None:
+        """Record the functions registered by calls (`direct_register_custom_op(op_func=f)`, often after `f`)
+        as custom ops: `f` nested in the registering function, or else defined at module level."""
+        functions = self.summary.functions
         for owner, name, how in self._registered_ops:
-            function = registered_function(self.summary.functions, owner, name)
+            function = registered_function(functions, owner, name)
             if function is not None and function.custom_op is None:
-                function.custom_op = how
+                functions[function.qualname] = replace(function, custom_op=how)
 
 
 _TYPED_RECEIVER_KINDS = (CallKind.ATTR, CallKind.METHOD)  # calls whose receiver's class may be known

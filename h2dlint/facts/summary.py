@@ -1,6 +1,8 @@
 """What one file holds, as far as hotness is concerned: its functions, the calls they make, and its H2D sites.
 
-These are plain records, built by `collector.py` from an `ast` tree and read by `hotness.py`.
+These are plain records, built complete by `checker/collector.py` from an `ast` tree (the records are frozen;
+what is learnt after a record is made, such as a later custom-op registration or capture through calls,
+replaces it) and read by `hotness.py`.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class Fix:
     edits: Tuple[Edit, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class FunctionInfo:
     qualname: str  # Python's __qualname__: `ScheduleBatch.prepare_for_decode`, `f.<locals>.g`
     name: str
@@ -85,7 +87,7 @@ class FunctionInfo:
     compiled_by: Optional[str] = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClassInfo:
     qualname: str
     bases: Tuple[str, ...]  # simple names of base classes, as written
@@ -110,7 +112,7 @@ class CallRef:
     receiver: Optional[Tuple[str, ...]] = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Site:
     """An H2D construct that a rule matched; whether it is reported depends on hotness."""
 

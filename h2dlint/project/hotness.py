@@ -17,7 +17,7 @@ name it.
 
 A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site that
 runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function of the module
-such a block calls, transitively: `mark_captured`) is capture, and HTD106 reports it instead. One under
+such a block calls, transitively: `with_capture_marks`) is capture, and HTD106 reports it instead. One under
 `if self._x is None:` or `if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls
 made there spread no heat.
 
