@@ -10,7 +10,7 @@ import pytest
 
 from h2dlint.checker.collector import summarize
 from h2dlint.facts.positions import source_lines
-from h2dlint.facts.summary import MODULE
+from h2dlint.facts.summary import MODULE, LoopKind
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Match, Rule
 from h2dlint.rules.copy_under_capture import CopyUnderCapture
 from h2dlint.rules.context import Context, NodeKind
@@ -104,10 +104,10 @@ def test_each_declared_kind_is_dispatched_once_with_its_context():
     step, cls = "Runner.step", "Runner"
     assert rule.seen == [
         (NodeKind.FOR_ITERABLE, "batch.rows", 6, step, cls, None, None, False, "step"),
-        (NodeKind.TEST, "row.done", 7, step, cls, ("loop", 6), None, False, "step"),
-        (NodeKind.SUBSCRIPT, "batch.ids[mask]", 9, step, cls, ("loop", 6), None, False, "step"),
-        (NodeKind.TEST, "batch.pending", 10, step, cls, ("loop", 10), None, False, "step"),
-        (NodeKind.SUBSCRIPT_TARGET, "batch.ids[0]", 11, step, cls, ("loop", 10), None, False, "step"),
+        (NodeKind.TEST, "row.done", 7, step, cls, (LoopKind.LOOP, 6), None, False, "step"),
+        (NodeKind.SUBSCRIPT, "batch.ids[mask]", 9, step, cls, (LoopKind.LOOP, 6), None, False, "step"),
+        (NodeKind.TEST, "batch.pending", 10, step, cls, (LoopKind.LOOP, 10), None, False, "step"),
+        (NodeKind.SUBSCRIPT_TARGET, "batch.ids[0]", 11, step, cls, (LoopKind.LOOP, 10), None, False, "step"),
         (NodeKind.TEST, "batch.ids[1]", 12, step, cls, None, None, False, "step"),
         (NodeKind.SUBSCRIPT, "batch.ids[1]", 12, step, cls, None, None, False, "step"),
         (NodeKind.TEST, "batch.flag", 13, step, cls, None, None, False, "step"),
@@ -122,7 +122,7 @@ def test_a_rules_matches_at_other_kinds_become_sites_with_the_walks_context():
     summary = _run(RecordingRule())
     sites = [(s.code, s.span.row, s.function, s.loop, s.capture is not None) for s in summary.sites]
     assert sites == [
-        ("HTD900", 11, "Runner.step", ("loop", 10), False),
+        ("HTD900", 11, "Runner.step", (LoopKind.LOOP, 10), False),
         ("HTD900", 15, "Runner.step", None, True),
         ("HTD900", 22, MODULE, None, False),
     ]

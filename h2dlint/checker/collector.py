@@ -8,8 +8,10 @@ receiver types (`receivers`), registrations (`registrations`) and marker comment
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
+from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
 from h2dlint.facts.markers import find_marker, header_end
 from h2dlint.facts.positions import span_of
@@ -21,7 +23,7 @@ from h2dlint.facts.registrations import (
     registered_function,
     registered_op_function,
 )
-from h2dlint.facts.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
+from h2dlint.facts.summary import MODULE, CallKind, CallRef, ClassInfo, Fix, FunctionInfo, Marker, ModuleSummary, Site
 from h2dlint.facts.syntax import child_nodes, is_self, last_name
 from h2dlint.rules import Match, Rule
 from h2dlint.rules.context import FrameKind, NodeKind
@@ -39,7 +41,7 @@ def summarize(
     """
     collector = _Collector(lines, rules, plan_fix)
     collector.run(module)
-    return collector.summary
+    return with_capture_marks(collector.summary)
 
 
 class _Collector(Walk):
@@ -56,7 +58,7 @@ class _Collector(Walk):
 
     def run(self, module: ast.Module) -> None:
         self._walk_module(module)
-        self._mark_custom_ops()
+        self._add_registered_custom_ops()
 
     # --- scopes -------------------------------------------------------------------------------------------
 
@@ -165,7 +167,7 @@ class _Collector(Walk):
                 span=span,
                 function=self._owner(),
                 loop=loops[-1] if loops else None,
-                marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
+                marked_cold=find_marker(self._lines, span.row, span.end_row) is Marker.COLD,
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
                 one_time=self.context.one_time,
@@ -201,7 +203,7 @@ class _Collector(Walk):
             loop_line=loops[-1][1] if loops else None,
             one_time=self.context.one_time,
             capture_line=self._captures[0] if self._captures else None,
-            receiver=receiver(node.func, frame.types) if kind in ("attr", "method") else None,
+            receiver=receiver(node.func, frame.types) if kind in _TYPED_RECEIVER_KINDS else None,
         )
         self.summary.calls.append(call)
 
@@ -211,13 +213,17 @@ class _Collector(Walk):
             how = f"`{ast.unparse(node.func)}(...)` at line {node.lineno}"
             self._registered_ops.append((self._owner(), registered, how))
 
-    def _mark_custom_ops(self) -> None:
-        """Mark the functions registered by calls (`direct_register_custom_op(op_func=f)`) as custom ops: `f`
-        nested in the registering function, or else defined at module level."""
+    def _add_registered_custom_ops(self) -> None:
+        """Record the functions registered by calls (`direct_register_custom_op(op_func=f)`, often after `f`)
+        as custom ops: `f` nested in the registering function, or else defined at module level."""
+        functions = self.summary.functions
         for owner, name, how in self._registered_ops:
-            function = registered_function(self.summary.functions, owner, name)
+            function = registered_function(functions, owner, name)
             if function is not None and function.custom_op is None:
-                function.custom_op = how
+                functions[function.qualname] = replace(function, custom_op=how)
+
+
+_TYPED_RECEIVER_KINDS = (CallKind.ATTR, CallKind.METHOD)  # calls whose receiver's class may be known
 
 
 def _capture_reason(captures: Sequence[int]) -> Optional[str]:

@@ -24,7 +24,7 @@ from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
-from h2dlint.facts.summary import LoopRegion
+from h2dlint.facts.summary import LoopKind, LoopRegion
 from h2dlint.facts.syntax import child_nodes
 from h2dlint.rules.context import Context, Frame, FrameKind, NodeKind
 
@@ -50,6 +50,8 @@ class Walk:
         self._captures = self.context.captures
         self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
         self._kinds = kinds
+        self._checks_tests = NodeKind.TEST in kinds  # asked at every `if`: a flag, not a set lookup
+        self._checks_iterables = NodeKind.FOR_ITERABLE in kinds
         self._handlers = _handlers_for(type(self).HANDLERS, kinds)
 
     def _walk_module(self, module: ast.Module) -> None:
@@ -166,18 +168,18 @@ class Walk:
 
     def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
         self._visit(node.target)
-        if NodeKind.FOR_ITERABLE in self._kinds:
+        if self._checks_iterables:
             self._check(NodeKind.FOR_ITERABLE, node.iter)
         self._visit(node.iter)
         if is_fixed_iteration(node.iter, self._names):
             self._visit_all(node.body)
         else:
-            self._visit_in_region(node.body, ("loop", node.lineno))
+            self._visit_in_region(node.body, (LoopKind.LOOP, node.lineno))
         self._visit_all(node.orelse)
 
     def _visit_while(self, node: ast.While) -> None:
         loops = self._frames[-1].loops
-        loops.append(("loop", node.lineno))
+        loops.append((LoopKind.LOOP, node.lineno))
         self._check_test(node.test)  # the test runs once per iteration too
         self._visit_all([node.test, *node.body])
         loops.pop()
@@ -187,7 +189,7 @@ class Walk:
         """The element and the filters run per item; the outermost iterable runs once."""
         # A generator's parentheses may be a call's (`sum(x for x in y)`), so it is placed at its element.
         line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
-        region = ("comprehension", line)
+        region = (LoopKind.COMPREHENSION, line)
         first, *inner = node.generators
         elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         if not inner and is_fixed_iteration(first.iter, self._names):
@@ -237,7 +239,7 @@ class Walk:
     # --- nodes visited only for the rules that look at them ---------------------------------------------------
 
     def _check_test(self, test: ast.expr) -> None:
-        if NodeKind.TEST in self._kinds:
+        if self._checks_tests:
             self._check(NodeKind.TEST, test)
 
     def _visit_assert(self, node: ast.Assert) -> None:

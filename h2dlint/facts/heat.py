@@ -68,7 +68,7 @@ def site_reason_for(site: Site, owner: Optional[Heat], module: str = "") -> Opti
         return None
     if site.loop is not None:
         kind, line = site.loop
-        where = f"in a {kind} at line {line}"
+        where = f"in a {kind.value} at line {line}"
         return f"{where}; {owner.reason_in(module)}" if owner is not None else where
     return owner.reason_in(module) if owner is not None else None
 

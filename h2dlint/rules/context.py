@@ -63,26 +63,20 @@ class Context:
     def function(self) -> Optional[FunctionNode]:
         """The innermost function whose body holds the node; None at module level and in class bodies
         outside any function."""
-        for frame in reversed(self.frames):
-            if frame.kind is FrameKind.FUNCTION:
-                return frame.node
-        return None
+        frame = self._innermost(FrameKind.FUNCTION)
+        return frame.node if frame is not None else None
 
     @property
     def function_name(self) -> str:
         """The qualname of `function`, or MODULE."""
-        for frame in reversed(self.frames):
-            if frame.kind is FrameKind.FUNCTION:
-                return frame.qualname
-        return MODULE
+        frame = self._innermost(FrameKind.FUNCTION)
+        return frame.qualname if frame is not None else MODULE
 
     @property
     def class_name(self) -> Optional[str]:
         """The qualname of the innermost class whose body (or a method of which) holds the node."""
-        for frame in reversed(self.frames):
-            if frame.kind is FrameKind.CLASS:
-                return frame.qualname
-        return None
+        frame = self._innermost(FrameKind.CLASS)
+        return frame.qualname if frame is not None else None
 
     @property
     def loop(self) -> Optional[LoopRegion]:
@@ -99,6 +93,12 @@ class Context:
     def one_time(self) -> bool:
         """Under a one-time guard: the node runs once (or once per key), not per step."""
         return self.one_time_guards > 0
+
+    def _innermost(self, kind: FrameKind) -> Optional[Frame]:
+        for frame in reversed(self.frames):
+            if frame.kind is kind:
+                return frame
+        return None
 
     def stream_work(self) -> str:
         """What the current function does with streams (`waits on another stream`), or "": computed once
