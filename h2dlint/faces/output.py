@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence
 
 from h2dlint.faces.brief import short_message
 from h2dlint.faces.frames import code_frame
+from h2dlint.faces.rule_docs import rule_url
 from h2dlint.faces.sarif import render_sarif
 from h2dlint.facts.summary import Fix, Span
 from h2dlint.project.findings import Diagnostic, FileResult
@@ -92,7 +93,7 @@ def render_json(results: Sequence[FileResult]) -> str:
                     **_json_span(d.span),
                     "noqa_row": d.span.row,
                     "fix": _json_fix(d.fix),
-                    "url": None,
+                    "url": rule_url(d.code),
                 }
             )
     return json.dumps(entries, indent=2) + "\n"

@@ -17,7 +17,7 @@ name it.
 
 A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site that
 runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function of the module
-such a block calls, transitively: `mark_captured`) is capture, and HTD106 reports it instead. One under
+such a block calls, transitively: `with_capture_marks`) is capture, and HTD106 reports it instead. One under
 `if self._x is None:` or `if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls
 made there spread no heat.
 
@@ -35,7 +35,7 @@ from typing import AbstractSet, Deque, Dict, Iterator, List, Optional, Tuple
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, Heat, Key, module_prefix
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, ModuleSummary
+from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, Marker, ModuleSummary
 
 
 def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
@@ -132,9 +132,9 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     qualname = function.qualname
     cls = summary.classes.get(function.class_qualname or "")
-    if function.marker == "cold":
+    if function.marker is Marker.COLD:
         return Heat(False, f"`{HERE}{qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
-    if cls is not None and cls.marker == "cold":
+    if cls is not None and cls.marker is Marker.COLD:
         return Heat(False, f"class `{HERE}{cls.qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
     if settings.is_cold_name(function.name, _class_name(function)):
         return Heat(False, f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module=module)
@@ -198,7 +198,7 @@ def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
     if summary is None or function is None:
         return False
     cls = summary.classes.get(function.class_qualname or "")
-    if function.marker == "hot" or (cls is not None and cls.marker == "hot"):
+    if function.marker is Marker.HOT or (cls is not None and cls.marker is Marker.HOT):
         return True
     is_public = not function.name.startswith("_") or function.name.startswith("__")
     return is_public and settings.is_hot_name(function.name, _class_name(function))
@@ -214,9 +214,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> I
         for qualname, function in summary.functions.items():
             key = (module, qualname)
             cls = summary.classes.get(function.class_qualname or "")
-            if function.marker == "hot":
+            if function.marker is Marker.HOT:
                 yield key, Heat(True, f"`{HERE}{qualname}` is marked `# h2dlint: hot`", "marked hot", module=module)
-            elif cls is not None and cls.marker == "hot":
+            elif cls is not None and cls.marker is Marker.HOT:
                 origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: hot`"
                 yield key, Heat(True, origin, "marked hot", module=module)
             elif settings.is_hot_name(function.name, _class_name(function)):
