@@ -18,6 +18,8 @@ from h2dlint.checker.analyzer import enabled_codes, enabled_rules
 from h2dlint.faces.explain import explain_line, parse_location, project_folder
 from h2dlint.faces.output import FORMATS, count_findings, render, render_errors, render_statistics
 from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
+from h2dlint.faces.trace import add_trace_command
+from h2dlint.facts.heat import LEVELS
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.settings import Settings, UsageError
 from h2dlint.facts.sources import SourceError, read_bytes, read_source
@@ -35,6 +37,7 @@ from h2dlint.project.config import (
     unusable_configs,
 )
 from h2dlint.project.findings import FileResult
+from h2dlint.project.observed import stale_note
 from h2dlint.project.run import analyse_paths, check_paths
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
 
@@ -95,6 +98,8 @@ def run_check(args: argparse.Namespace) -> int:
         extend_hot_functions=tuple(args.extend_hot_functions),
         extend_cold_functions=tuple(args.extend_cold_functions),
         exclude=tuple(args.exclude),
+        min_level=args.min_level,
+        profile=args.profile,
     )
     enabled_rules(settings_from(None, overrides))  # bad selectors are usage errors even when no file is checked
     # Hotness is decided across all the files of a run, so the configuration governing the first path sets
@@ -109,6 +114,7 @@ def run_check(args: argparse.Namespace) -> int:
         progress=lambda files: with_progress(files, show=show),
     )
     results = _with_file_selection(results, overrides) + _unusable_config_results()
+    _note_stale_profile(settings, results)
     if args.add_noqa:
         return _add_noqa(results)
     if args.statistics:
@@ -118,6 +124,12 @@ def run_check(args: argparse.Namespace) -> int:
         _report(results, args)
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
+def _note_stale_profile(settings: Settings, results: Sequence[FileResult]) -> None:
+    note = stale_note(settings, [r.path for r in results if not r.error])
+    if note is not None:
+        print(note, file=sys.stderr)
 
 
 def _with_file_selection(results: Sequence[FileResult], overrides: Overrides) -> List[FileResult]:
@@ -251,6 +263,11 @@ def _parser() -> argparse.ArgumentParser:
         "--extend-cold-functions", type=_codes, default=[], metavar="NAMES",
         help="more one-time function names (globs), comma-separated",
     )
+    _add_heat_options(check)
+    check.add_argument(
+        "--min-level", choices=LEVELS, default=None,
+        help="report only code that runs at least this often (default: per-request, everything)",
+    )
     fixing = check.add_mutually_exclusive_group()
     fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
     fixing.add_argument(
@@ -271,7 +288,15 @@ def _parser() -> argparse.ArgumentParser:
     rule.set_defaults(run=run_rule)
 
     _add_explain_command(commands)
+    add_trace_command(commands)
     return parser
+
+
+def _add_heat_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--profile", default=None, metavar="FILE",
+        help="a traced run (`h2dlint trace`): its call counts decide which functions are hot; replaces `profile`",
+    )
 
 
 def _add_speed_options(check: argparse.ArgumentParser) -> None:
@@ -303,6 +328,7 @@ def _add_explain_command(commands: "argparse._SubParsersAction[argparse.Argument
     )
     explain.add_argument("--extend-hot-functions", type=_codes, default=[], metavar="NAMES")
     explain.add_argument("--extend-cold-functions", type=_codes, default=[], metavar="NAMES")
+    _add_heat_options(explain)
     _add_speed_options(explain)
     explain.set_defaults(run=run_explain)
 
@@ -313,7 +339,8 @@ def run_explain(args: argparse.Namespace) -> int:
         raise UsageError(f"expected PATH:LINE, got {args.location!r}")
     path, line = location
     overrides = Overrides(
-        extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions)
+        extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions),
+        profile=args.profile,
     )
     paths = args.paths or [project_folder(path)]
     settings = settings_from(config_for_path(paths[0]), overrides)  # as `check` of the same paths decides heat

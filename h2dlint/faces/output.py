@@ -67,6 +67,7 @@ def render_json(results: Sequence[FileResult]) -> str:
                     "noqa_row": d.span.row,
                     "fix": _json_fix(d.fix),
                     "url": None,
+                    "level": d.level,
                 }
             )
     return json.dumps(entries, indent=2) + "\n"

@@ -13,6 +13,7 @@ from typing import Dict, List, Sequence
 from urllib.parse import quote
 
 from h2dlint import __version__
+from h2dlint.facts.heat import OBSERVED_HOT, PER_REQUEST, PER_STEP
 from h2dlint.facts.summary import Fix, Span
 from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import ALL_RULES, Rule
@@ -20,6 +21,9 @@ from h2dlint.rules import ALL_RULES, Rule
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SOURCE_ROOT = "%SRCROOT%"  # the base that relative artifact URIs resolve against: the current folder
 LEVEL = "warning"  # every finding is a performance problem, not a correctness error
+# A finding's SARIF level from how often its code runs: per step is the cost h2dlint exists to find; once per
+# request is worth a look, not a warning.
+SARIF_LEVELS = {PER_STEP: "warning", OBSERVED_HOT: "warning", PER_REQUEST: "note"}
 
 
 def render_sarif(results: Sequence[FileResult]) -> str:
@@ -72,8 +76,9 @@ def _result(path: str, d: Diagnostic, rule_index: Dict[str, int]) -> Dict[str, o
     result: Dict[str, object] = {
         "ruleId": d.code,
         "ruleIndex": rule_index[d.code],
-        "level": LEVEL,
+        "level": SARIF_LEVELS[d.level],
         "message": {"text": d.message},
+        "properties": {"h2dlintLevel": d.level},
         "locations": [{"physicalLocation": {"artifactLocation": _artifact(path), "region": _region(d.span)}}],
     }
     if d.fix is not None:

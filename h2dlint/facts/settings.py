@@ -52,6 +52,16 @@ DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
     "update_model_metas",
 )
 
+# Entry points that run once per request, not per step: a hot name matching one of these is per-request.
+# The loops inside them (a pipeline's denoising loop) are per step all the same (see `facts.heat.site_level`).
+DEFAULT_PER_REQUEST_FUNCTIONS: Tuple[str, ...] = (
+    # diffusers' and transformers' pipelines: `__call__` prepares one request's inputs, loops over the
+    # denoising or generation steps, and decodes the result once.
+    "*Pipeline.__call__",
+    "get_*_feature",  # multimodal encoders, once per request with images, audio or video
+    "embed_multimodal",
+)
+
 # One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup, tests.
 DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
     "__init__",
@@ -102,6 +112,14 @@ class Settings:
     # Globs over a receiver as written (`self.input_ids`, `*_gpu`, `*`) naming tensors known to live on an
     # accelerator; HTD105 reports `x.new_tensor(data)` on them, HTD107 `x.copy_(host_tensor)` into them.
     accelerator_tensors: Tuple[str, ...] = ()
+    # Report only findings whose code runs at least this often (`facts.heat.LEVELS`): "per-step" drops the
+    # per-request ones.
+    min_level: str = "per-request"
+    # A traced run's records (`h2dlint trace`): its path, and a digest of its content, which the cache keys on.
+    profile: Optional[str] = None
+    profile_digest: str = ""
+    profile_min_calls: int = 8  # a function a traced run saw run at least this often is hot
+    per_request_functions: Tuple[str, ...] = DEFAULT_PER_REQUEST_FUNCTIONS
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)
 
@@ -112,6 +130,10 @@ class Settings:
     def is_hot_name(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether a function `name` (a method of `class_name`, when given) has a per-step name."""
         return _matches_any(name, class_name, self.hot_functions)
+
+    def is_per_request_name(self, name: str, class_name: Optional[str] = None) -> bool:
+        """Whether a per-step name (`is_hot_name`) is rather a per-request entry point."""
+        return _matches_any(name, class_name, self.per_request_functions)
 
     def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
         return _matches_any(name, class_name, self.cold_functions)

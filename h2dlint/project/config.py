@@ -19,7 +19,9 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import pathspec
 
+from h2dlint.facts.heat import LEVELS, PER_REQUEST
 from h2dlint.facts.settings import Settings, UsageError, selected_codes
+from h2dlint.project.profile_file import profile_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,6 +49,8 @@ class Overrides:
     extend_hot_functions: Tuple[str, ...] = ()
     extend_cold_functions: Tuple[str, ...] = ()
     exclude: Tuple[str, ...] = ()
+    min_level: Optional[str] = None  # None: the file's, or every level
+    profile: Optional[str] = None  # a traced run's records; replaces the file's
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,9 @@ class ProjectConfig:
     helper_module: str = Settings.helper_module
     accelerator_tensors: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    min_level: str = PER_REQUEST
+    profile: Optional[str] = None  # relative to `root`
+    profile_min_calls: int = Settings.profile_min_calls
 
     def ignored_codes_for(self, path: str) -> Tuple[str, ...]:
         """The `per-file-ignores` selectors whose pattern matches `path`."""
@@ -161,6 +168,7 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
     if overrides.select is not None:
         select, ignore = overrides.select, ()
     per_file = config.ignored_codes_for(path) if config and path else ()
+    profile = overrides.profile or (os.path.join(config.root, config.profile) if config and config.profile else None)
     return Settings(
         select=select,
         ignore=ignore + overrides.ignore + per_file,
@@ -168,6 +176,9 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
         extend_cold_functions=(config.extend_cold_functions if config else ()) + overrides.extend_cold_functions,
         helper_module=config.helper_module if config else Settings.helper_module,
         accelerator_tensors=config.accelerator_tensors if config else (),
+        min_level=overrides.min_level or (config.min_level if config else PER_REQUEST),
+        profile_min_calls=config.profile_min_calls if config else Settings.profile_min_calls,
+        **profile_settings(profile),
     )
 
 
@@ -244,6 +255,24 @@ def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     return tuple(entries)
 
 
+def _level(value: Any) -> str:
+    if value not in LEVELS:
+        raise ValueError(f"expected one of {', '.join(repr(level) for level in LEVELS)}, got {_toml_repr(value)}")
+    return value
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a path, got {_toml_repr(value)}")
+    return value
+
+
+def _positive(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ValueError(f"expected an integer of at least 2, got {_toml_repr(value)}")
+    return value
+
+
 _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "select": ("select", _selectors),
     "ignore": ("ignore", _selectors),
@@ -253,6 +282,9 @@ _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "helper-module": ("helper_module", _module_name),
     "accelerator-tensors": ("accelerator_tensors", _string_list),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "min-level": ("min_level", _level),
+    "profile": ("profile", _string),
+    "profile-min-calls": ("profile_min_calls", _positive),
 }
 
 

@@ -31,6 +31,7 @@ from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_moved_loops
 from h2dlint.project.index import ProjectGraph, module_names
+from h2dlint.project.observed import observe
 
 # Below this many files to parse, starting worker processes costs more than it saves.
 SERIAL_BELOW = 48
@@ -121,7 +122,7 @@ def analyse(
     done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
     modules = module_names(done)
     graph = ProjectGraph({modules[p]: o[2].summary for p, o in done.items()}, {modules[p]: p for p in done})
-    heat = propagate(graph, settings)
+    heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
     results = []
     for candidate in candidates:
         outcome = outcomes.get(candidate.path, candidate.error)
@@ -129,7 +130,7 @@ def analyse(
             results.append(FileResult(candidate.path, (), outcome))
             continue
         file, module = outcome[2], modules[candidate.path]
-        found = diagnostics(file, file_heat(heat, module, file), module)
+        found = diagnostics(file, file_heat(heat, module, file), module, settings.min_level)
         results.append(FileResult(candidate.path, found, file.error))
     summaries = {p: o[2] for p, o in done.items()}
     return ProjectRun(results, summaries, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
@@ -219,6 +220,8 @@ def _recheck_changed(
     the caller runs the whole analysis, with the changed files' new summaries, left in `summarised`."""
     if not last.layout or last.names is None or last.layout != _layout(candidates):
         return None
+    if settings.profile:
+        return None  # an edited file no longer matches the trace: its functions' heat changes
     changed = [c.path for c in candidates if c.error is None and not _same_stat(c.path, last)]
     stats, heat = dict(last.stats), dict(last.heat)
     files: Dict[str, FileSummary] = {}  # by path as given: the files whose findings are recomputed
@@ -238,7 +241,7 @@ def _recheck_changed(
     results = dict(last.results)
     for path, file in files.items():
         module, file_heat = heat[os.path.abspath(path)]
-        results[path] = FileResult(path, diagnostics(file, file_heat, module), file.error)
+        results[path] = FileResult(path, diagnostics(file, file_heat, module, settings.min_level), file.error)
     keys = _content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])
     return LastRun(stats, _fingerprint(candidates, keys), results, heat, last.layout, last.names)
 
