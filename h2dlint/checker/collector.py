@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
+from h2dlint.checker.dispatch import declares_interface, record_table, table_called
+from h2dlint.checker.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.constructs import accelerator_attributes, stream_work_in
 from h2dlint.facts.positions import span_of
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
@@ -82,6 +84,7 @@ class _Collector:
         self._frames: List[_Frame] = []
         self._captures: List[int] = []  # the lines of the enclosing `with torch.cuda.graph(...)` blocks
         self._one_time = 0  # how many cached-build guards (`if self._x is None:`) enclose the current node
+        self._per_miss = 0  # how many guards of memos keyed on runtime values (`checker.memo`) enclose it
         self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
         self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
 
@@ -148,6 +151,7 @@ class _Collector:
             returns=_written_type(node.returns) if node.returns is not None else None,
             custom_op=_custom_op_decorator(node.decorator_list),
             compiled_by=_compile_decorator(node.decorator_list, self._names),
+            interface=enclosing.kind == "class" and declares_interface(node, self._class_bases(enclosing.qualname)),
         )
         bindings = function_bindings(node, self._walrus)
         method_of = enclosing.qualname if enclosing.kind == "class" else None
@@ -161,15 +165,26 @@ class _Collector:
         self._visit_body(node.body)
         self._leave_scope()
 
+    def _class_bases(self, qualname: str) -> Tuple[str, ...]:
+        cls = self.summary.classes.get(qualname)
+        return cls.bases if cls is not None else ()
+
     def _visit_body(self, body: Sequence[ast.stmt]) -> None:
         """A function's statements; those after an early return of a lazy build are one-time."""
         for index, statement in enumerate(body):
             self._visit(statement)
             if _is_lazy_build_return(statement, body[index + 1 :], self._names.value_at):
-                self._one_time += 1
-                self._visit_all(body[index + 1 :])
-                self._one_time -= 1
+                per_miss = runtime_lazy_memo_key(statement, self._names.value_at)
+                self._visit_guarded(body[index + 1 :], not per_miss, per_miss)
                 return
+
+    def _visit_guarded(self, nodes: Sequence[ast.AST], one_time: bool, per_miss: bool) -> None:
+        """Visit `nodes` under a one-time guard, or under the guard of a memo that rebuilds on each miss."""
+        self._one_time += one_time
+        self._per_miss += per_miss
+        self._visit_all(nodes)
+        self._one_time -= one_time
+        self._per_miss -= per_miss
 
     def _visit_arguments(self, args: ast.arguments) -> None:
         """Annotations and defaults in source order: each parameter's annotation, then its default."""
@@ -253,9 +268,8 @@ class _Collector:
         self._visit(node.test)
         tested_value = self._value_read_by(node.test)
         guard = _is_cached_build_guard(node.test, node.body, tested_value) or self._is_once_flag_guard(node.test)
-        self._one_time += guard
-        self._visit_all(node.body)
-        self._one_time -= guard
+        per_miss = guard and runtime_memo_key(node.test, node.body)
+        self._visit_guarded(node.body, guard and not per_miss, per_miss)
         self._visit_all(node.orelse)
 
     def _is_once_flag_guard(self, test: ast.expr) -> bool:
@@ -298,6 +312,7 @@ class _Collector:
     def _visit_assign(self, node: ast.Assign) -> None:
         if len(node.targets) == 1:
             self._record_attribute_type(node.targets[0], self._value_type(node.value))
+            record_table(self.summary.tables, node.targets[0], node.value)
         self._visit_all(child_nodes(node))
 
     def _visit_annotated_assign(self, node: ast.AnnAssign) -> None:
@@ -368,6 +383,7 @@ class _Collector:
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
                 one_time=self._one_time > 0,
+                per_miss=self._per_miss > 0 and self._one_time == 0,
                 fix=fix,
                 unfixable=unfixable,
             )
@@ -393,7 +409,8 @@ class _Collector:
         return frame.stream_work
 
     def _record_call_ref(self, node: ast.Call) -> None:
-        ref = _call_target(node.func)
+        table = table_called(node.func)
+        ref = ("table", table, None) if table is not None else _call_target(node.func)
         if ref is None:
             return
         kind, name, owner = ref
@@ -407,6 +424,7 @@ class _Collector:
             line=node.lineno,
             loop_line=loops[-1][1] if loops else None,
             one_time=self._one_time > 0,
+            per_miss=self._per_miss > 0 and self._one_time == 0,
             capture_line=self._captures[0] if self._captures else None,
             receiver=_receiver(node.func, frame.types) if kind in ("attr", "method") else None,
         )

@@ -79,13 +79,19 @@ def site_reason_for(site: Site, owner: Optional[Heat], module: str = "") -> Opti
     """Why `site` (in `module`) is hot, given the heat of its function; None when cold or not known hot."""
     if site_level(site, owner) is None:
         return None
+    if site.per_miss:
+        return f"it runs on each cache miss of a memo keyed on a runtime value; {_where(site, owner, module)}"
+    return _where(site, owner, module)
+
+
+def _where(site: Site, owner: Optional[Heat], module: str) -> str:
     if site.loop is not None:
         kind, line = site.loop
         where = f"in a {kind} at line {line}"
         if owner is not None and (not owner.hot or owner.level != PER_STEP):
             where += " (once per iteration)"  # so per step, though the function around it is not
         return f"{where}; {owner.reason_in(module)}" if owner is not None else where
-    return owner.reason_in(module) if owner is not None else None
+    return owner.reason_in(module) if owner is not None else ""
 
 
 def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
@@ -94,8 +100,10 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
     if site_cold_reason(site) is not None:
         return None
     if site.loop is not None and (owner is None or owner.hot or owner.observed == 1):
-        return PER_STEP
-    return owner.level if owner is not None and owner.hot else None
+        return PER_REQUEST if site.per_miss else PER_STEP
+    if owner is not None and owner.hot:
+        return PER_REQUEST if site.per_miss else owner.level
+    return None
 
 
 def site_cold_reason(site: Site) -> Optional[str]:

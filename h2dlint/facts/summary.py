@@ -54,6 +54,9 @@ class FunctionInfo:
     # "torch.compile" when decorated with it: its body is traced into a graph, where Inductor makes small
     # constant tensors inside kernels and lifts others into graph constants, instead of copying per call
     compiled_by: Optional[str] = None
+    # Declared for subclasses to define (`checker.dispatch.declares_interface`): `@abstractmethod`, a body
+    # raising `NotImplementedError`, or `...` in an ABC or Protocol
+    interface: bool = False
 
 
 @dataclass
@@ -69,7 +72,8 @@ class CallRef:
 
     caller: str  # a function qualname, or MODULE
     # "self" (self.m / cls.m), "super" (super().m), "name" (m), "attr" (X.m, X a plain name),
-    # "method" (m called on any other receiver: `self.batch.m()`, `f().m()`)
+    # "method" (m called on any other receiver: `self.batch.m()`, `f().m()`), "table" (through the dispatch
+    # table `name`: `HANDLERS[k]()`, see `checker.dispatch`)
     kind: str
     name: str
     owner: Optional[str]  # the plain name X for "attr"
@@ -77,6 +81,8 @@ class CallRef:
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     one_time: bool = False  # under a cached-build guard (`if self._x is None:`): spreads no heat
+    # under the guard of a memo keyed on a runtime value (`checker.memo`): reaches its callee per request
+    per_miss: bool = False
     # What the receiver of an "attr" or "method" call is known to be: ("self", "a", "b") for `self.a.b.m()`;
     # ("Batch", "req") for `batch.req.m()` where `batch: Batch`; ("Batch()",) for `b.m()` after
     # `b = Batch(...)`, a class or a function whose return annotation names one ("self.make()" for a method).
@@ -97,6 +103,7 @@ class Site:
     in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
     capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"
     one_time: bool = False  # under a cached-build guard: `if self._x is None:` / `if not hasattr(self, ...)`
+    per_miss: bool = False  # under the guard of a memo keyed on a runtime value: runs on each cache miss
     fix: Optional[Fix] = None
     unfixable: Optional[str] = None  # why the rule's fix does not apply here
 
@@ -115,3 +122,6 @@ class ModuleSummary:
     # root: `self.pool = Pool(...)` "Pool()", `self.pool: Pool` or `pool: Pool` in the class body "Pool",
     # `self.pool = self.make_pool()` "self.make_pool()", `self.pool = pool` with `pool: Pool` "Pool".
     attribute_types: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
+    # Dispatch tables (`checker.dispatch`): name as written (`HANDLERS`, `self.HANDLERS` both "HANDLERS") ->
+    # the functions it maps to: ("name", f) for `f`, ("self", m) for `self.m`.
+    tables: Dict[str, Tuple[Tuple[str, str], ...]] = field(default_factory=dict)

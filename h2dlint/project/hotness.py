@@ -51,7 +51,19 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
     # Per-step roots spread first: code that both a step and a request reach runs per step.
     for level in (PER_STEP, PER_REQUEST):
         _spread_hot(graph, heat, [(key, root) for key, root in roots if root.level == level])
+    _spread_hot(graph, heat, _miss_roots(graph, heat))
     return heat
+
+
+def _miss_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
+    """What hot code calls on the miss of a memo keyed on a runtime value: once per new key, per request."""
+    roots = []
+    for caller, found in list(heat.items()):
+        if found.hot:
+            origin = f"called on each cache miss in `{HERE}{caller[1]}`"
+            root = Heat(True, origin, "on each cache miss", module=caller[0], level=PER_REQUEST)
+            roots.extend((callee, root) for callee in graph.miss_callees(caller))
+    return roots
 
 
 def _spread_hot(graph: CallGraph, heat: Dict[Key, Heat], roots: List[Tuple[Key, Heat]]) -> None:
@@ -219,7 +231,8 @@ def _class_name(function: FunctionInfo) -> Optional[str]:
 def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
     """Functions hot for a reason of their own, then the functions called in loops. A loop in a per-step root
     adds nothing (what it calls is called from that root); a loop in a per-request root runs per step."""
-    named = [(key, root) for key, root in _named_roots(graph, settings) if key not in cold]
+    on_miss = _only_called_on_a_miss(graph)
+    named = [(key, root) for key, root in _named_roots(graph, settings) if key not in cold and key not in on_miss]
     # As heat is given out in this order: a loop in a function already hot per step adds nothing.
     taken = {key for key, root in named if root.level == PER_STEP}
     loops = []
@@ -230,6 +243,18 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> L
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)
     return named + loops
+
+
+def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
+    """Private functions called only on misses of memos keyed on runtime values: their per-step names say
+    less than their callers do (the private `_build_plan` is called where its callers can be seen)."""
+    found = set()
+    for key, calls in graph.callers().items():
+        function = graph.function(key)
+        private = function is not None and function.name.startswith("_") and not function.name.startswith("__")
+        if private and all(key in graph.miss_callees(caller) for caller, _ in calls):
+            found.add(key)
+    return found
 
 
 def _named_roots(graph: CallGraph, settings: Settings) -> Iterator[Tuple[Key, Heat]]:

@@ -197,7 +197,9 @@ def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
         heat=heat,
         # Heat is kept by absolute path: a run naming one file twice cannot reuse it.
         layout=_layout(candidates) if complete and len(heat) == len(run.summaries) else "",
-        names=frozenset(f.name for file in run.summaries.values() for f in file.summary.functions.values()),
+        # What a call may name: a function, or a dispatch table (whose calls name the table).
+        names=frozenset(f.name for file in run.summaries.values() for f in file.summary.functions.values())
+        | frozenset(table for file in run.summaries.values() for table in file.summary.tables),
     )
 
 
