@@ -27,7 +27,7 @@ class CallGraph:
         raise NotImplementedError
 
     def miss_callees(self, caller: Key) -> List[Key]:
-        """What `caller` calls only on a miss of a memo keyed on a runtime value (see `checker.memo`)."""
+        """What `caller` calls only on a miss of a memo keyed on a runtime value (see `facts.memo`)."""
         raise NotImplementedError
 
     def summary(self, module: str) -> Optional[ModuleSummary]:
@@ -121,7 +121,7 @@ class ModuleGraph(CallGraph):
         return self.method(cls, call.name)
 
     def _resolve_table(self, call: CallRef) -> List[str]:
-        """Every function the dispatch table `call.name` maps to (see `checker.dispatch`)."""
+        """Every function the dispatch table `call.name` maps to (see `facts.dispatch`)."""
         cls = self.enclosing_class(call.caller)
         found: List[str] = []
         for kind, name in self._summary.tables.get(call.name, ()):

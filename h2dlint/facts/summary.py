@@ -54,7 +54,7 @@ class FunctionInfo:
     # "torch.compile" when decorated with it: its body is traced into a graph, where Inductor makes small
     # constant tensors inside kernels and lifts others into graph constants, instead of copying per call
     compiled_by: Optional[str] = None
-    # Declared for subclasses to define (`checker.dispatch.declares_interface`): `@abstractmethod`, a body
+    # Declared for subclasses to define (`facts.dispatch.declares_interface`): `@abstractmethod`, a body
     # raising `NotImplementedError`, or `...` in an ABC or Protocol
     interface: bool = False
 
@@ -73,7 +73,7 @@ class CallRef:
     caller: str  # a function qualname, or MODULE
     # "self" (self.m / cls.m), "super" (super().m), "name" (m), "attr" (X.m, X a plain name),
     # "method" (m called on any other receiver: `self.batch.m()`, `f().m()`), "table" (through the dispatch
-    # table `name`: `HANDLERS[k]()`, see `checker.dispatch`)
+    # table `name`: `HANDLERS[k]()`, see `facts.dispatch`)
     kind: str
     name: str
     owner: Optional[str]  # the plain name X for "attr"
@@ -81,7 +81,7 @@ class CallRef:
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     one_time: bool = False  # under a cached-build guard (`if self._x is None:`): spreads no heat
-    # under the guard of a memo keyed on a runtime value (`checker.memo`): reaches its callee per request
+    # under the guard of a memo keyed on a runtime value (`facts.memo`): reaches its callee per request
     per_miss: bool = False
     # What the receiver of an "attr" or "method" call is known to be: ("self", "a", "b") for `self.a.b.m()`;
     # ("Batch", "req") for `batch.req.m()` where `batch: Batch`; ("Batch()",) for `b.m()` after
@@ -122,6 +122,6 @@ class ModuleSummary:
     # root: `self.pool = Pool(...)` "Pool()", `self.pool: Pool` or `pool: Pool` in the class body "Pool",
     # `self.pool = self.make_pool()` "self.make_pool()", `self.pool = pool` with `pool: Pool` "Pool".
     attribute_types: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
-    # Dispatch tables (`checker.dispatch`): name as written (`HANDLERS`, `self.HANDLERS` both "HANDLERS") ->
+    # Dispatch tables (`facts.dispatch`): name as written (`HANDLERS`, `self.HANDLERS` both "HANDLERS") ->
     # the functions it maps to: ("name", f) for `f`, ("self", m) for `self.m`.
     tables: Dict[str, Tuple[Tuple[str, str], ...]] = field(default_factory=dict)
