@@ -11,7 +11,6 @@ import ast
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
-from h2dlint.facts.constructs import stream_work_in
 from h2dlint.facts.dispatch import declares_interface, record_table, table_called
 from h2dlint.facts.markers import find_marker, header_end
 from h2dlint.facts.positions import span_of
@@ -26,6 +25,7 @@ from h2dlint.facts.registrations import (
 from h2dlint.facts.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
 from h2dlint.facts.syntax import child_nodes, is_self, last_name
 from h2dlint.rules import Match, Rule
+from h2dlint.rules.context import Frame, FrameKind, NodeKind
 from h2dlint.rules.rewrites import Rewrite
 
 FixPlanner = Callable[[Rewrite], Fix]
@@ -45,10 +45,14 @@ def summarize(
 
 class _Collector(Walk):
     def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner]):
-        super().__init__(lines, resolve_names=bool(rules))
+        self._checks = {
+            kind: [(rule, getattr(rule, f"check_{kind.value}")) for rule in rules if kind in rule.looks_at]
+            for kind in NodeKind
+        }
+        self._call_checks = self._checks[NodeKind.CALL]
+        super().__init__(lines, frozenset(kind for kind, checks in self._checks.items() if checks), bool(rules))
         self.summary = ModuleSummary()
         self._plan_fix = plan_fix
-        self._rules = rules
         self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
 
     def run(self, module: ast.Module) -> None:
@@ -68,7 +72,7 @@ class _Collector(Walk):
             qualname=qualname,
             name=node.name,
             line=node.lineno,
-            class_qualname=enclosing.qualname if enclosing.kind == "class" else None,
+            class_qualname=enclosing.qualname if enclosing.kind is FrameKind.CLASS else None,
             parent=owner if owner != MODULE else None,
             marker=find_marker(self._lines, node.lineno, header_end(node, self._lines)),
             cache_decorator=cache_decorator(node.decorator_list),
@@ -76,8 +80,11 @@ class _Collector(Walk):
             returns=written_type(node.returns) if node.returns is not None else None,
             custom_op=custom_op_decorator(node.decorator_list),
             compiled_by=compile_decorator(node.decorator_list, self._names),
-            interface=enclosing.kind == "class" and declares_interface(node, self._class_bases(enclosing.qualname)),
+            interface=self._declares_interface(node, enclosing),
         )
+
+    def _declares_interface(self, node: ast.FunctionDef | ast.AsyncFunctionDef, enclosing: Frame) -> bool:
+        return enclosing.kind is FrameKind.CLASS and declares_interface(node, self._class_bases(enclosing.qualname))
 
     def _class_bases(self, qualname: str) -> Tuple[str, ...]:
         cls = self.summary.classes.get(qualname)
@@ -113,7 +120,7 @@ class _Collector(Walk):
     def _visit_annotated_assign(self, node: ast.AnnAssign) -> None:
         written = written_type(node.annotation)
         frame = self._frames[-1]
-        if frame.kind == "class" and isinstance(node.target, ast.Name) and written:
+        if frame.kind is FrameKind.CLASS and isinstance(node.target, ast.Name) and written:
             self._add_attribute_type(frame.qualname, node.target.id, written)  # a class-body / dataclass field
         else:
             self._record_attribute_type(node.target, written)
@@ -143,12 +150,18 @@ class _Collector(Walk):
     def _visit_call(self, node: ast.Call) -> None:
         self._record_call_ref(node)
         self._record_custom_op_registration(node)
-        for rule in self._rules:
-            found = rule.match(node, self._names)
+        for rule, check in self._call_checks:
+            found = check(node, self.context)
             if found is not None:
                 self._record_site(rule, found)
         self._visit(node.func)
         self._visit_all(_arguments_in_source_order(node))
+
+    def _check(self, kind: NodeKind, node: ast.AST) -> None:
+        for rule, check in self._checks[kind]:
+            found = check(node, self.context)
+            if found is not None:
+                self._record_site(rule, found)
 
     def _record_site(self, rule: Rule, found: Match) -> None:
         span = span_of(found.node, self._lines)
@@ -165,8 +178,8 @@ class _Collector(Walk):
                 marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
-                one_time=self._one_time > 0,
-                per_miss=self._per_miss > 0 and self._one_time == 0,
+                one_time=self.context.one_time,
+                per_miss=self.context.per_miss,
                 fix=fix,
                 unfixable=unfixable,
             )
@@ -176,20 +189,12 @@ class _Collector(Walk):
         if found.rewrite is None or self._plan_fix is None or any(self._captures):
             # A pinned copy captured into a CUDA graph would read memory the graph does not own.
             return None, found.unfixable
-        stream_work = self._stream_work()
+        stream_work = self.context.stream_work()
         if stream_work:
             return None, (
                 f"the function also {stream_work}, which may rely on the blocking copy draining the stream"
             )
         return self._plan_fix(found.rewrite), None
-
-    def _stream_work(self) -> str:
-        frame = self._frames[-1]
-        if frame.node is None:
-            return ""
-        if frame.stream_work is None:
-            frame.stream_work = stream_work_in(frame.node, self._names) or ""
-        return frame.stream_work
 
     def _record_call_ref(self, node: ast.Call) -> None:
         table = table_called(node.func)
@@ -206,8 +211,8 @@ class _Collector(Walk):
             owner=owner,
             line=node.lineno,
             loop_line=loops[-1][1] if loops else None,
-            one_time=self._one_time > 0,
-            per_miss=self._per_miss > 0 and self._one_time == 0,
+            one_time=self.context.one_time,
+            per_miss=self.context.per_miss,
             capture_line=self._captures[0] if self._captures else None,
             receiver=receiver(node.func, frame.types) if kind in ("attr", "method") else None,
         )

@@ -1,5 +1,7 @@
 """The single walk over a module's `ast`: frames (module, class, function) and the regions around each node
-(loops, comprehensions, CUDA-graph capture blocks, one-time guards). `collector.py` records what it meets.
+(loops, comprehensions, CUDA-graph capture blocks, one-time guards), kept in the `Context` that rules read.
+At each node of a kind some rule looks at (`rules.context.NodeKind`) it calls `_check`; `collector.py`
+records what the rules match and what the walk meets.
 
 The walk visits children in source order (where `ast`'s field order differs: decorators, call arguments,
 dict items, conditional expressions), so calls and sites are recorded in the order they are written.
@@ -8,8 +10,7 @@ dict items, conditional expressions), so calls and sites are recorded in the ord
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import AbstractSet, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
 
 from h2dlint.facts.constructs import accelerator_attributes
 from h2dlint.facts.guards import (
@@ -24,24 +25,14 @@ from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
-from h2dlint.facts.summary import MODULE
+from h2dlint.facts.summary import LoopRegion
 from h2dlint.facts.syntax import child_nodes
+from h2dlint.rules.context import Context, Frame, FrameKind, NodeKind
 
 T = TypeVar("T")
 
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 Handler = Callable[["Walk", ast.AST], None]
-
-
-@dataclass
-class _Frame:
-    kind: str  # "module", "class" or "function"
-    qualname: str
-    loops: List[Tuple[str, int]] = field(default_factory=list)
-    node: Optional[ast.AST] = None  # the function, for frames of kind "function"
-    stream_work: Optional[str] = None  # memo of `stream_work_in(node)`; "" when there is none
-    types: Dict[str, str] = field(default_factory=dict)  # locals of known class (see `local_types`)
-    method_of: Optional[str] = None  # the class, for methods
 
 
 class Walk:
@@ -50,27 +41,32 @@ class Walk:
 
     HANDLERS: ClassVar[Dict[type, Handler]] = {}
 
-    def __init__(self, lines: Sequence[str], resolve_names: bool):
+    def __init__(self, lines: Sequence[str], kinds: AbstractSet[NodeKind], resolve_names: bool):
+        """`kinds`: the node kinds that the rules look at, for which the walk calls `_check`."""
         self._lines = lines
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
-        self._frames: List[_Frame] = []
-        self._captures: List[int] = []  # the lines of the enclosing `with torch.cuda.graph(...)` blocks
-        self._one_time = 0  # how many cached-build guards (`if self._x is None:`) enclose the current node
-        self._per_miss = 0  # how many guards of memos keyed on runtime values (`facts.memo`) enclose it
+        self.context = Context(self._names)
+        self._frames = self.context.frames
+        self._captures = self.context.captures
         self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
-        self._handlers = type(self).HANDLERS
+        self._kinds = kinds
+        self._handlers = _handlers_for(type(self).HANDLERS, kinds)
 
     def _walk_module(self, module: ast.Module) -> None:
         self._once_flags = _once(lambda: once_flags(module))
         self._names.push(module_bindings(module, self._walrus) if self._resolve_names else Bindings())
-        self._frames.append(_Frame("module", ""))
+        self._frames.append(Frame(FrameKind.MODULE, ""))
         self._visit_all(module.body)
 
     def _record_class(self, node: ast.ClassDef, qualname: str) -> None:
         raise NotImplementedError
 
     def _record_function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], qualname: str) -> None:
+        raise NotImplementedError
+
+    def _check(self, kind: NodeKind, node: ast.AST) -> None:
+        """Let the rules that look at `kind` check `node`, in the current context."""
         raise NotImplementedError
 
     # --- the walk -----------------------------------------------------------------------------------------
@@ -90,7 +86,7 @@ class Walk:
         if node is not None:
             self._visit(node)
 
-    def _visit_in_region(self, nodes: Iterable[ast.AST], region: Tuple[str, int]) -> None:
+    def _visit_in_region(self, nodes: Iterable[ast.AST], region: LoopRegion) -> None:
         """Visit `nodes` as code that runs once per iteration of a loop or comprehension."""
         loops = self._frames[-1].loops
         loops.append(region)
@@ -105,7 +101,7 @@ class Walk:
         bindings = class_bindings(node, self._walrus) if self._resolve_names else Bindings()
         bindings.accelerator_attributes = _once(lambda: accelerator_attributes(node, self._names))
         self._names.push(bindings)
-        self._frames.append(_Frame("class", qualname, loops=list(self._frames[-1].loops)))
+        self._frames.append(Frame(FrameKind.CLASS, qualname, loops=list(self._frames[-1].loops)))
         self._visit_all(node.decorator_list)
         self._visit_all(node.bases)
         self._visit_all(node.keywords)
@@ -117,10 +113,10 @@ class Walk:
         enclosing = self._frames[-1]
         self._record_function(node, qualname)
         bindings = function_bindings(node, self._walrus)
-        method_of = enclosing.qualname if enclosing.kind == "class" else None
+        method_of = enclosing.qualname if enclosing.kind is FrameKind.CLASS else None
         self._names.push(bindings)
         types = local_types(node, bindings)
-        self._frames.append(_Frame("function", qualname, node=node, types=types, method_of=method_of))
+        self._frames.append(Frame(FrameKind.FUNCTION, qualname, node=node, types=types, method_of=method_of))
         # Decorators, defaults and annotations count as the function's own code, as they always have.
         self._visit_all(node.decorator_list)
         self._visit_arguments(node.args)
@@ -139,11 +135,11 @@ class Walk:
 
     def _visit_guarded(self, nodes: Sequence[ast.AST], one_time: bool, per_miss: bool) -> None:
         """Visit `nodes` under a one-time guard, or under the guard of a memo that rebuilds on each miss."""
-        self._one_time += one_time
-        self._per_miss += per_miss
+        self.context.one_time_guards += one_time
+        self.context.per_miss_guards += per_miss
         self._visit_all(nodes)
-        self._one_time -= one_time
-        self._per_miss -= per_miss
+        self.context.one_time_guards -= one_time
+        self.context.per_miss_guards -= per_miss
 
     def _visit_arguments(self, args: ast.arguments) -> None:
         """Annotations and defaults in source order: each parameter's annotation, then its default."""
@@ -164,23 +160,22 @@ class Walk:
 
     def _child_qualname(self, name: str) -> str:
         frame = self._frames[-1]
-        if frame.kind == "module":
+        if frame.kind is FrameKind.MODULE:
             return name
-        if frame.kind == "class":
+        if frame.kind is FrameKind.CLASS:
             return f"{frame.qualname}.{name}"
         return f"{frame.qualname}.<locals>.{name}"
 
     def _owner(self) -> str:
         """The function whose body the current node runs in, or MODULE."""
-        for frame in reversed(self._frames):
-            if frame.kind == "function":
-                return frame.qualname
-        return MODULE
+        return self.context.function_name
 
     # --- loops: only the parts that run once per iteration ---------------------------------------------------
 
     def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
         self._visit(node.target)
+        if NodeKind.FOR_ITERABLE in self._kinds:
+            self._check(NodeKind.FOR_ITERABLE, node.iter)
         self._visit(node.iter)
         if is_fixed_iteration(node.iter, self._names):
             self._visit_all(node.body)
@@ -189,7 +184,11 @@ class Walk:
         self._visit_all(node.orelse)
 
     def _visit_while(self, node: ast.While) -> None:
-        self._visit_in_region([node.test, *node.body], ("loop", node.lineno))
+        loops = self._frames[-1].loops
+        loops.append(("loop", node.lineno))
+        self._check_test(node.test)  # the test runs once per iteration too
+        self._visit_all([node.test, *node.body])
+        loops.pop()
         self._visit_all(node.orelse)
 
     def _visit_comprehension(self, node: _Comprehension) -> None:
@@ -221,6 +220,7 @@ class Walk:
     # --- one-time cached builds: `if self._x is None:` / `if not hasattr(self, "_x"):` ---------------------------
 
     def _visit_if(self, node: ast.If) -> None:
+        self._check_test(node.test)
         self._visit(node.test)
         guarded = tested_value(node.test, self._names)
         guard = is_cached_build_guard(node.test, node.body, guarded) or is_once_flag_guard(node.test, self._once_flags)
@@ -237,8 +237,25 @@ class Walk:
 
     def _visit_if_expression(self, node: ast.IfExp) -> None:
         self._visit(node.body)
+        self._check_test(node.test)
         self._visit(node.test)
         self._visit(node.orelse)
+
+    # --- nodes visited only for the rules that look at them ---------------------------------------------------
+
+    def _check_test(self, test: ast.expr) -> None:
+        if NodeKind.TEST in self._kinds:
+            self._check(NodeKind.TEST, test)
+
+    def _visit_assert(self, node: ast.Assert) -> None:
+        self._check(NodeKind.TEST, node.test)
+        self._visit_all(child_nodes(node))
+
+    def _visit_subscript(self, node: ast.Subscript) -> None:
+        kind = NodeKind.SUBSCRIPT if isinstance(node.ctx, ast.Load) else NodeKind.SUBSCRIPT_TARGET
+        if kind in self._kinds:
+            self._check(kind, node)
+        self._visit_all(child_nodes(node))
 
 
 def _once(compute: Callable[[], T]) -> Callable[[], T]:
@@ -251,6 +268,17 @@ def _once(compute: Callable[[], T]) -> Callable[[], T]:
         return results[0]
 
     return first_result
+
+
+def _handlers_for(handlers: Dict[type, Handler], kinds: AbstractSet[NodeKind]) -> Dict[type, Handler]:
+    """`handlers`, plus those of the nodes that only rules looking at them need: visiting every subscript
+    and assert through a handler would cost every file, for rules that most runs do not select."""
+    extra: Dict[type, Handler] = {}
+    if NodeKind.TEST in kinds:
+        extra[ast.Assert] = Walk._visit_assert  # type: ignore[assignment]
+    if NodeKind.SUBSCRIPT in kinds or NodeKind.SUBSCRIPT_TARGET in kinds:
+        extra[ast.Subscript] = Walk._visit_subscript  # type: ignore[assignment]
+    return {**handlers, **extra} if extra else handlers
 
 
 WALK_HANDLERS: Dict[type, Handler] = {

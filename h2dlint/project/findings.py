@@ -19,7 +19,7 @@ from h2dlint.checker.analyzer import (
     summarize_text,
 )
 from h2dlint.checker.call_graph import ModuleGraph
-from h2dlint.facts.heat import PER_REQUEST, PER_STEP, Heat, at_least, site_level, site_reason_for
+from h2dlint.facts.heat import PER_REQUEST, PER_STEP, Heat, at_least, site_level
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
 from h2dlint.facts.summary import Fix, Site, Span
@@ -58,23 +58,19 @@ def diagnostics(
             continue
         level = report_level(site, owner)
         if at_least(level, min_level):
-            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix, level))
+            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix, level=level))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
 
 
 def report_level(site: Site, owner: Optional[Heat]) -> str:
-    """The level of a reported site: a capture finding is about every replay of the graph, so per step."""
-    if RULES_BY_CODE[site.code].reports_capture:
-        return PER_STEP
+    """The level of a reported site; one that no heat explains (a capture finding, about every replay of the
+    graph) is per step."""
     return site_level(site, owner) or PER_STEP
 
 
 def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
-    """Why `site` is reported, or None when it is not: hot code for most rules; CUDA-graph capture, whatever
-    the heat, for a rule that reports capture (HTD106)."""
-    if RULES_BY_CODE[site.code].reports_capture:
-        return site.capture
-    return site_reason_for(site, owner, module)
+    """Why `site` is reported, or None when it is not: its rule decides, given its function's heat."""
+    return RULES_BY_CODE[site.code].report_reason(site, owner, module)
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:

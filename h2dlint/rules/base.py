@@ -1,7 +1,9 @@
 """The shape of a rule: one plain idea, its documentation, and its own examples (which are its tests).
 
-A rule only recognises a construct at a call site. Whether the site is hot, and so whether it is reported,
-is decided once for all rules by `h2dlint.project.hotness`.
+A rule recognises a construct at the nodes it looks at (`looks_at`: calls, subscripts, tests, `for`
+iterables; see `h2dlint.rules.context`), given the context the checker's walk keeps of each. Whether a site
+is hot is decided once for all rules by `h2dlint.project.hotness`; whether it is then reported is the
+rule's `report_reason`.
 """
 
 from __future__ import annotations
@@ -9,10 +11,12 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass
-from typing import ClassVar, Optional, Sequence, Tuple
+from typing import ClassVar, FrozenSet, Optional, Sequence, Tuple
 
-from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.heat import Heat, site_reason_for, site_unreported_reason
 from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import Site
+from h2dlint.rules.context import Context, NodeKind
 from h2dlint.rules.rewrites import Rewrite
 
 
@@ -60,15 +64,43 @@ class Rule:
     triggers: ClassVar[Tuple[Tuple[str, ...], ...]]
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
-    # True for a rule that reports constructs under CUDA-graph capture: its sites are reported when they run
-    # under capture (see `analyzer.report_reason`), whatever their hotness, and other rules' sites there are not.
-    reports_capture: ClassVar[bool] = False
 
     def __init__(self, settings: Optional[Settings] = None) -> None:
         self.settings = settings if settings is not None else Settings()
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    # The nodes the rule looks at: the walk calls `check_<kind>` (`check_call`, ...) for each of these.
+    looks_at: ClassVar[FrozenSet[NodeKind]] = frozenset({NodeKind.CALL})
+
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         raise NotImplementedError
+
+    def check_subscript(self, subscript: ast.Subscript, context: Context) -> Optional[Match]:
+        """`x[i]` read."""
+        raise NotImplementedError
+
+    def check_subscript_target(self, subscript: ast.Subscript, context: Context) -> Optional[Match]:
+        """`x[i]` assigned to (`x[i] = v`, `x[i] += v`) or deleted."""
+        raise NotImplementedError
+
+    def check_test(self, test: ast.expr, context: Context) -> Optional[Match]:
+        """The test of an `if`, `while`, `assert` or conditional expression."""
+        raise NotImplementedError
+
+    def check_for_iterable(self, iterable: ast.expr, context: Context) -> Optional[Match]:
+        """What a `for` statement iterates over."""
+        raise NotImplementedError
+
+    @classmethod
+    def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
+        """Why `site`, one of this rule's, is reported, given the heat of its function (`owner`) and its
+        module; None when it is not. Most rules report hot code that is not one-time and does not run under
+        CUDA-graph capture. Findings and `explain` both ask this."""
+        return site_reason_for(site, owner, module)
+
+    @classmethod
+    def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
+        """Why `site` is not reported, when `report_reason` gives None: for `explain`."""
+        return site_unreported_reason(site, owner)
 
     @classmethod
     def may_match(cls, text: str) -> bool:

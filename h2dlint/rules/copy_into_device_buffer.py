@@ -10,6 +10,7 @@ from h2dlint.facts.arguments import is_constant, is_false_literal, keyword_arg, 
 from h2dlint.facts.constructs import host_built_tensor, on_accelerator
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
 
 
 class CopyIntoDeviceBuffer(Rule):
@@ -149,7 +150,8 @@ class CopyIntoDeviceBuffer(Rule):
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         if not isinstance(call.func, ast.Attribute) or call.func.attr != "copy_":
             return None
         positional = positional_args(call)

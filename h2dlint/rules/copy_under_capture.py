@@ -5,11 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Optional, Sequence, Type
 
-from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.heat import Heat
 from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import Site
 from h2dlint.rules.as_tensor_with_device import AsTensorWithDevice
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.blocking_host_copy import BlockingHostCopy
+from h2dlint.rules.context import Context
 from h2dlint.rules.copy_into_device_buffer import CopyIntoDeviceBuffer
 from h2dlint.rules.new_tensor_on_device import NewTensorOnDevice
 from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
@@ -26,7 +28,6 @@ class CopyUnderCapture(Rule):
     name = "copy-under-graph-capture"
     summary = "A host-to-device copy inside `torch.cuda.graph(...)` capture: an error, or a silently wrong graph."
     triggers = (("graph",),)
-    reports_capture = True
 
     what_it_does = """
         Checks for any construct of HTD101-HTD105 and HTD107 (`torch.tensor(..., device=...)`,
@@ -109,9 +110,18 @@ class CopyUnderCapture(Rule):
         super().__init__(settings)
         self._copy_rules = [rule(self.settings) for rule in COPY_RULES]
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    @classmethod
+    def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
+        """Under capture, whatever the heat: capture fails or reads stale memory even in one-time code."""
+        return site.capture
+
+    @classmethod
+    def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
+        return "it does not run under CUDA-graph capture"
+
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         for rule in self._copy_rules:
-            found = rule.match(call, names)
+            found = rule.check_call(call, context)
             if found is not None:
                 return Match(
                     node=found.node,

@@ -10,6 +10,7 @@ from h2dlint.facts.arguments import keyword_value
 from h2dlint.facts.constructs import is_host_device, on_accelerator
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
 
 
 class NewTensorOnDevice(Rule):
@@ -93,7 +94,8 @@ class NewTensorOnDevice(Rule):
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         if not isinstance(call.func, ast.Attribute) or call.func.attr != "new_tensor":
             return None
         device = keyword_value(call, "device")

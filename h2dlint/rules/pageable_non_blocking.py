@@ -6,8 +6,8 @@ import ast
 from typing import Optional
 
 from h2dlint.facts.constructs import device_copy, host_built_tensor
-from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
 from h2dlint.rules.rewrites import copy_rewrite
 
 
@@ -112,7 +112,8 @@ class PageableNonBlocking(Rule):
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         copy = device_copy(call, names)
         if copy is None or not copy.non_blocking or host_built_tensor(copy.receiver, names) is None:
             return None

@@ -6,8 +6,8 @@ import ast
 from typing import Optional
 
 from h2dlint.facts.constructs import accelerator_device, has_empty_literal_data
-from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
 from h2dlint.rules.rewrites import constructor_rewrite
 
 
@@ -116,7 +116,8 @@ class TensorWithDevice(Rule):
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         if names.qualify(call.func) != "torch.tensor" or accelerator_device(call, names) is None:
             return None
         if has_empty_literal_data(call):
