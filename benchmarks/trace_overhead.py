@@ -48,7 +48,8 @@ def main() -> None:
         check = [*H2DLINT, "check", ".", "--no-cache", "-q"]
         without = wall(check, args.rounds, check=False)
         with_profile = wall([*check, "--profile", profile], args.rounds, check=False)
-        print(f"check: {without:.3f} s   with --profile: {with_profile:.3f} s   extra: {with_profile / without - 1:+.1%}")
+        extra = with_profile / without - 1
+        print(f"check: {without:.3f} s   with --profile: {with_profile:.3f} s   extra: {extra:+.1%}")
 
 
 if __name__ == "__main__":

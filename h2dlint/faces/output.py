@@ -68,6 +68,7 @@ def render_json(results: Sequence[FileResult]) -> str:
                     "fix": _json_fix(d.fix),
                     "url": None,
                     "level": d.level,
+                    "confirmed": d.confirmed,
                 }
             )
     return json.dumps(entries, indent=2) + "\n"

@@ -36,6 +36,7 @@ class Diagnostic:
     span: Span
     fix: Optional[Fix] = None  # None when the rule has no fix, or the site cannot be fixed safely
     level: str = PER_STEP  # how often the code runs (`facts.heat.LEVELS`); capture findings count as per step
+    confirmed: Optional[int] = None  # the syncs a traced CUDA run saw at its lines (`project.confirmed`)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,9 @@ def check_source_with_heat(
         if path is not None and settings.profile:  # a traced run's counts, for the file alone
             observed = observe({("", q): h for q, h in heat.items()}, {"": (path, summary)}, settings)
             heat = {qualname: h for (_, qualname), h in observed.items()}
+            from h2dlint.project.confirmed import with_observed_syncs  # it builds on this module's records
+
+            return with_observed_syncs(path, diagnostics(file, heat, min_level=settings.min_level), settings)
         return diagnostics(file, heat, min_level=settings.min_level)
     module, project_heat = known
     heat = {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary, module), settings).items()}

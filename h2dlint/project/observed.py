@@ -69,6 +69,12 @@ def stale_note(settings: Settings, paths: Iterable[str]) -> Optional[str]:
     )
 
 
+def traced_records_path(observations: Observations, path: str) -> Optional[str]:
+    """The path the trace names `path` by, when it did and the file has not changed since; else None."""
+    rel = _traced_path(observations, path, _by_basename(observations))
+    return rel if rel is not None and not _is_stale(observations, rel, path) else None
+
+
 def _hot(key: Key, calls: int, steps: Optional[int]) -> Heat:
     if steps is None:
         level = OBSERVED_HOT

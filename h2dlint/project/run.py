@@ -32,6 +32,7 @@ from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_moved_loops
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_names import module_names
+from h2dlint.project.confirmed import with_observed_syncs
 from h2dlint.project.observed import observe
 
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -132,6 +133,8 @@ def analyse(
             continue
         file, module = outcome[2], modules[candidate.path]
         found = diagnostics(file, file_heat(heat, module, file), module, settings.min_level)
+        if settings.profile:
+            found = with_observed_syncs(candidate.path, found, settings)
         results.append(FileResult(candidate.path, found, file.error))
     summaries = {p: o[2] for p, o in done.items()}
     return ProjectRun(results, summaries, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
