@@ -20,6 +20,7 @@ from h2dlint.faces.output import FORMATS, count_findings, render, render_errors,
 from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
 from h2dlint.faces.trace import add_trace_command
 from h2dlint.facts.heat import LEVELS
+from h2dlint.facts.presets import PRESETS
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.settings import Settings, UsageError
 from h2dlint.facts.sources import SourceError, read_bytes, read_source
@@ -100,6 +101,7 @@ def run_check(args: argparse.Namespace) -> int:
         exclude=tuple(args.exclude),
         min_level=args.min_level,
         profile=args.profile,
+        preset=args.preset,
     )
     enabled_rules(settings_from(None, overrides))  # bad selectors are usage errors even when no file is checked
     # Hotness is decided across all the files of a run, so the configuration governing the first path sets
@@ -294,6 +296,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_heat_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
+        "--preset", choices=tuple(PRESETS), default=None,
+        help="the default per-step and one-time names for a workload (default: serving); replaces `preset`",
+    )
+    command.add_argument(
         "--profile", default=None, metavar="FILE",
         help="a traced run (`h2dlint trace`): its call counts decide which functions are hot; replaces `profile`",
     )
@@ -340,7 +346,7 @@ def run_explain(args: argparse.Namespace) -> int:
     path, line = location
     overrides = Overrides(
         extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions),
-        profile=args.profile,
+        profile=args.profile, preset=args.preset,
     )
     paths = args.paths or [project_folder(path)]
     settings = settings_from(config_for_path(paths[0]), overrides)  # as `check` of the same paths decides heat

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
+from h2dlint.facts.presets import PRESETS
+
 # Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
 # Tuned on the sglang, vllm and lmdeploy runtimes (see benchmarks/engine_findings.py): the names their
 # schedulers, model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
@@ -119,13 +121,28 @@ class Settings:
     profile: Optional[str] = None
     profile_digest: str = ""
     profile_min_calls: int = 8  # a function a traced run saw run at least this often is hot
-    per_request_functions: Tuple[str, ...] = DEFAULT_PER_REQUEST_FUNCTIONS
+    # The default name lists (`facts.presets`), and lists that replace them (`hot-functions`, None: keep them).
+    preset: str = "serving"
+    replace_hot_functions: Optional[Tuple[str, ...]] = None
+    replace_cold_functions: Optional[Tuple[str, ...]] = None
+    per_request_functions: Tuple[str, ...] = field(init=False)
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hot_functions", DEFAULT_HOT_FUNCTIONS + tuple(self.extend_hot_functions))
-        object.__setattr__(self, "cold_functions", DEFAULT_COLD_FUNCTIONS + tuple(self.extend_cold_functions))
+        preset = PRESETS.get(self.preset)
+        if preset is None:
+            raise UsageError(f"unknown preset {self.preset!r} (known presets: {', '.join(PRESETS)})")
+        hot = DEFAULT_HOT_FUNCTIONS if preset.hot is None else preset.hot
+        cold = (DEFAULT_COLD_FUNCTIONS if preset.cold is None else preset.cold) + preset.more_cold
+        if self.replace_hot_functions is not None:
+            hot = self.replace_hot_functions
+        if self.replace_cold_functions is not None:
+            cold = self.replace_cold_functions
+        per_request = (DEFAULT_PER_REQUEST_FUNCTIONS if preset.hot != () else ()) + preset.per_request
+        object.__setattr__(self, "per_request_functions", per_request)
+        object.__setattr__(self, "hot_functions", tuple(hot) + tuple(self.extend_hot_functions))
+        object.__setattr__(self, "cold_functions", tuple(cold) + tuple(self.extend_cold_functions))
 
     def is_hot_name(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether a function `name` (a method of `class_name`, when given) has a per-step name."""
