@@ -1,6 +1,6 @@
 """What `h2dlint trace` costs: the reference's CPU decode loop, untraced and traced, and `check` with a profile.
 
-    python benchmarks/trace_overhead.py [--steps 24] [--rounds 5]
+    python benchmarks/trace_overhead.py [--steps 24] [--rounds 5] [--python PATH]
 
 Prints the median wall time of `python run_decode.py --device cpu --steps N` run plainly and under
 `h2dlint trace -- ...` (the whole command: starting the tracer in the process, counting, merging and writing
@@ -37,13 +37,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--python", default=sys.executable, help="the Python that runs the decode loop (with torch)")
     args = parser.parse_args()
-    program = [sys.executable, "run_decode.py", "--device", "cpu", "--steps", str(args.steps)]
+    program = [args.python, "run_decode.py", "--device", "cpu", "--steps", str(args.steps)]
     with tempfile.TemporaryDirectory() as folder:
         profile = os.path.join(folder, "trace.json")
-        plain = wall(program, args.rounds)
-        traced = wall([*H2DLINT, "trace", "--no-syncs", "-o", profile, "--", *program], args.rounds)
-        print(f"python {sys.version.split()[0]}, {args.rounds} rounds, --steps {args.steps}")
+        traced_command = [*H2DLINT, "trace", "--no-syncs", "-o", profile, "--", *program]
+        plains, traceds = [], []
+        for _ in range(args.rounds):  # alternating, so a change in the machine's load hits both
+            plains.append(wall(program, 1))
+            traceds.append(wall(traced_command, 1))
+        plain, traced = statistics.median(plains), statistics.median(traceds)
+        version = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
+                                 capture_output=True, text=True).stdout.strip()
+        print(f"python {version}, {args.rounds} rounds, --steps {args.steps}")
         print(f"run_decode untraced: {plain:.3f} s   traced: {traced:.3f} s   ratio: {traced / plain:.2f}x")
         check = [*H2DLINT, "check", ".", "--no-cache", "-q"]
         without = wall(check, args.rounds, check=False)

@@ -49,8 +49,10 @@ class Counter:
         if hasattr(sys, "monitoring"):
             self._start_monitoring()
         else:
-            sys.setprofile(self._profile)
-            threading.setprofile(self._profile)
+            profile = self._profiler()
+            sys.setprofile(profile)
+            threading.setprofile(profile)
+            _pause_while_importing(profile)
 
     def _start_monitoring(self) -> None:
         monitoring = sys.monitoring  # type: ignore[attr-defined]
@@ -73,19 +75,23 @@ class Counter:
         monitoring.register_callback(tool, monitoring.events.PY_START, on_start)
         monitoring.set_events(tool, monitoring.events.PY_START)
 
-    def _profile(self, frame, event, arg) -> None:  # noqa: ARG002
-        if event != "call":
-            return
-        code = frame.f_code
-        counts = self.counts
-        if code in counts:
-            counts[code] += 1
-        elif code not in self._outside:
-            if self.in_project(code.co_filename):
-                counts[code] = 1
-                self.first_seen()
-            else:
-                self._outside.add(code)
+    def _profiler(self):
+        """The `sys.setprofile` hook, with what it reads bound locally: it runs on every call of the program."""
+        counts, outside, in_project, first_seen = self.counts, self._outside, self.in_project, self.first_seen
+
+        def profile(frame, event, arg):  # noqa: ARG001 - the signature sys.setprofile calls
+            if event == "call":
+                code = frame.f_code
+                if code in counts:
+                    counts[code] += 1
+                elif code not in outside:
+                    if in_project(code.co_filename):
+                        counts[code] = 1
+                        first_seen()
+                    else:
+                        outside.add(code)
+
+        return profile
 
     def first_seen(self) -> None:
         """Called when a project function first runs: the moment to wrap torch, once it is imported."""
@@ -127,6 +133,27 @@ class Counter:
             "functions": [[p, q, n, c, name] for (p, q, n, name), c in functions.items()],
             "syncs": syncs,
         }
+
+
+def _pause_while_importing(profile) -> None:
+    """Before Python 3.12 the hook runs on every call of the program, and importing a library such as torch
+    makes millions; none is a project function's call worth counting (a project module's import-time calls
+    run once), so profiling pauses while a module is first imported."""
+    import builtins
+
+    original = builtins.__import__
+    modules = sys.modules
+
+    def importing(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name in modules and not fromlist:
+            return original(name, globals, locals, fromlist, level)
+        sys.setprofile(None)
+        try:
+            return original(name, globals, locals, fromlist, level)
+        finally:
+            sys.setprofile(profile)
+
+    builtins.__import__ = importing
 
 
 def _imported(name: str) -> bool:
