@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from h2dlint.facts.heat import Key
-from h2dlint.facts.summary import MODULE, CallKind, CallRef, ModuleSummary
+from h2dlint.facts.summary import MODULE, CallKind, CallRef, FunctionInfo, ModuleSummary
 
 
 class CallGraph:
@@ -26,8 +26,16 @@ class CallGraph:
     def callees(self, caller: Key) -> List[Key]:
         raise NotImplementedError
 
+    def miss_callees(self, caller: Key) -> List[Key]:
+        """What `caller` calls only on a miss of a memo keyed on a runtime value (see `facts.memo`)."""
+        raise NotImplementedError
+
     def summary(self, module: str) -> Optional[ModuleSummary]:
         raise NotImplementedError
+
+    def function(self, key: Key) -> Optional[FunctionInfo]:
+        summary = self.summary(key[0])
+        return summary.functions.get(key[1]) if summary is not None else None
 
     def callers(self) -> Dict[Key, List[Tuple[Key, bool]]]:
         """Every function some call reaches -> (the calling function, whether the call is made under a one-time
@@ -48,6 +56,7 @@ class ModuleGraph(CallGraph):
         # Built on first use: a project graph only asks this one to resolve the calls it cannot rule out.
         self._targets: Optional[Dict[CallRef, List[Key]]] = None
         self._edges: Dict[Key, List[Key]] = {}
+        self._miss_edges: Dict[Key, List[Key]] = {}
         self._callers: Dict[Key, List[Tuple[Key, bool]]] = {}
 
     def _build_edges(self) -> Dict[CallRef, List[Key]]:
@@ -55,7 +64,8 @@ class ModuleGraph(CallGraph):
             self._targets = {call: self.resolve(call) for call in self._calls}
             for call, targets in self._targets.items():
                 if not call.one_time:
-                    self._edges.setdefault((self._module, call.caller), []).extend(targets)
+                    edges = self._miss_edges if call.per_miss else self._edges
+                    edges.setdefault((self._module, call.caller), []).extend(targets)
                 for target in targets:
                     self._callers.setdefault(target, []).append(((self._module, call.caller), call.one_time))
             for function in self._functions.values():
@@ -72,11 +82,19 @@ class ModuleGraph(CallGraph):
 
     def loop_calls(self) -> Iterable[Tuple[str, CallRef, List[Key]]]:
         targets = self._build_edges()
-        return [(self._module, c, targets[c]) for c in self._calls if c.loop_line is not None and not c.one_time]
+        return [
+            (self._module, c, targets[c])
+            for c in self._calls
+            if c.loop_line is not None and not c.one_time and not c.per_miss
+        ]
 
     def callees(self, caller: Key) -> List[Key]:
         self._build_edges()
         return self._edges.get(caller, [])
+
+    def miss_callees(self, caller: Key) -> List[Key]:
+        self._build_edges()
+        return self._miss_edges.get(caller, [])
 
     def callers(self) -> Dict[Key, List[Tuple[Key, bool]]]:
         self._build_edges()
@@ -91,6 +109,8 @@ class ModuleGraph(CallGraph):
             return self._resolve_plain(call.caller, call.name)
         if call.kind is CallKind.ATTR:
             return self.method(call.owner, call.name) if call.owner in self._top_classes else []
+        if call.kind is CallKind.TABLE:
+            return self._resolve_table(call)
         if call.kind is not CallKind.SELF and call.kind is not CallKind.SUPER:
             return []
         cls = self.enclosing_class(call.caller)
@@ -99,6 +119,17 @@ class ModuleGraph(CallGraph):
         if call.kind is CallKind.SUPER:
             return [m for base in self._bases(cls) for m in self.method(base, call.name)][:1]
         return self.method(cls, call.name)
+
+    def _resolve_table(self, call: CallRef) -> List[str]:
+        """Every function the dispatch table `call.name` maps to (see `facts.dispatch`)."""
+        cls = self.enclosing_class(call.caller)
+        found: List[str] = []
+        for kind, name in self._summary.tables.get(call.name, ()):
+            if kind == "name":
+                found += self._resolve_plain(call.caller, name)
+            elif cls is not None:
+                found += self.method(cls, name)
+        return list(dict.fromkeys(found))
 
     def _resolve_plain(self, caller: str, name: str) -> List[str]:
         scope: Optional[str] = caller

@@ -13,6 +13,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
+from h2dlint.facts.dispatch import declares_interface, record_table, table_called
 from h2dlint.facts.markers import find_marker, header_end
 from h2dlint.facts.positions import span_of
 from h2dlint.facts.receivers import call_result, call_target, receiver, written_type
@@ -26,7 +27,7 @@ from h2dlint.facts.registrations import (
 from h2dlint.facts.summary import MODULE, CallKind, CallRef, ClassInfo, Fix, FunctionInfo, Marker, ModuleSummary, Site
 from h2dlint.facts.syntax import child_nodes, is_self, last_name
 from h2dlint.rules import Match, Rule
-from h2dlint.rules.context import FrameKind, NodeKind
+from h2dlint.rules.context import Frame, FrameKind, NodeKind
 from h2dlint.rules.rewrites import Rewrite
 
 FixPlanner = Callable[[Rewrite], Fix]
@@ -81,7 +82,15 @@ class _Collector(Walk):
             returns=written_type(node.returns) if node.returns is not None else None,
             custom_op=custom_op_decorator(node.decorator_list),
             compiled_by=compile_decorator(node.decorator_list, self._names),
+            interface=self._declares_interface(node, enclosing),
         )
+
+    def _declares_interface(self, node: ast.FunctionDef | ast.AsyncFunctionDef, enclosing: Frame) -> bool:
+        return enclosing.kind is FrameKind.CLASS and declares_interface(node, self._class_bases(enclosing.qualname))
+
+    def _class_bases(self, qualname: str) -> Tuple[str, ...]:
+        cls = self.summary.classes.get(qualname)
+        return cls.bases if cls is not None else ()
 
     # --- imports, for resolving calls across the files of a project ----------------------------------------
 
@@ -107,6 +116,7 @@ class _Collector(Walk):
     def _visit_assign(self, node: ast.Assign) -> None:
         if len(node.targets) == 1:
             self._record_attribute_type(node.targets[0], self._value_type(node.value))
+            record_table(self.summary.tables, node.targets[0], node.value)
         self._visit_all(child_nodes(node))
 
     def _visit_annotated_assign(self, node: ast.AnnAssign) -> None:
@@ -171,6 +181,7 @@ class _Collector(Walk):
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
                 one_time=self.context.one_time,
+                per_miss=self.context.per_miss,
                 fix=fix,
                 unfixable=unfixable,
             )
@@ -188,7 +199,8 @@ class _Collector(Walk):
         return self._plan_fix(found.rewrite), None
 
     def _record_call_ref(self, node: ast.Call) -> None:
-        ref = call_target(node.func)
+        table = table_called(node.func)
+        ref = (CallKind.TABLE, table, None) if table is not None else call_target(node.func)
         if ref is None:
             return
         kind, name, owner = ref
@@ -202,6 +214,7 @@ class _Collector(Walk):
             line=node.lineno,
             loop_line=loops[-1][1] if loops else None,
             one_time=self.context.one_time,
+            per_miss=self.context.per_miss,
             capture_line=self._captures[0] if self._captures else None,
             receiver=receiver(node.func, frame.types) if kind in _TYPED_RECEIVER_KINDS else None,
         )

@@ -21,6 +21,7 @@ from h2dlint.facts.guards import (
     tested_value,
 )
 from h2dlint.facts.iteration import is_fixed_iteration
+from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
@@ -130,10 +131,17 @@ class Walk:
         for index, statement in enumerate(body):
             self._visit(statement)
             if is_lazy_build_return(statement, body[index + 1 :], self._names.value_at):
-                self.context.one_time_guards += 1
-                self._visit_all(body[index + 1 :])
-                self.context.one_time_guards -= 1
+                per_miss = runtime_lazy_memo_key(statement, self._names.value_at)
+                self._visit_guarded(body[index + 1 :], not per_miss, per_miss)
                 return
+
+    def _visit_guarded(self, nodes: Sequence[ast.AST], one_time: bool, per_miss: bool) -> None:
+        """Visit `nodes` under a one-time guard, or under the guard of a memo that rebuilds on each miss."""
+        self.context.one_time_guards += one_time
+        self.context.per_miss_guards += per_miss
+        self._visit_all(nodes)
+        self.context.one_time_guards -= one_time
+        self.context.per_miss_guards -= per_miss
 
     def _visit_arguments(self, args: ast.arguments) -> None:
         """Annotations and defaults in source order: each parameter's annotation, then its default."""
@@ -218,9 +226,8 @@ class Walk:
         self._visit(node.test)
         guarded = tested_value(node.test, self._names)
         guard = is_cached_build_guard(node.test, node.body, guarded) or is_once_flag_guard(node.test, self._once_flags)
-        self.context.one_time_guards += guard
-        self._visit_all(node.body)
-        self.context.one_time_guards -= guard
+        per_miss = guard and runtime_memo_key(node.test, node.body)
+        self._visit_guarded(node.body, guard and not per_miss, per_miss)
         self._visit_all(node.orelse)
 
     # --- expressions whose fields are not in source order ----------------------------------------------------

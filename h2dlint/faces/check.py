@@ -32,6 +32,7 @@ from h2dlint.project.config import (
     unusable_configs,
 )
 from h2dlint.project.findings import FileResult
+from h2dlint.project.observed import stale_note
 from h2dlint.project.one_file import built_index, project_of, project_settings
 from h2dlint.project.roots import Project, projects_for, shown_path
 from h2dlint.project.run import check_paths, index_project
@@ -49,6 +50,9 @@ def run_check(args: argparse.Namespace) -> int:
         extend_hot_functions=tuple(args.extend_hot_functions),
         extend_cold_functions=tuple(args.extend_cold_functions),
         exclude=tuple(args.exclude),
+        min_level=args.min_level,
+        profile=args.profile,
+        preset=args.preset,
     )
     enabled_rules(settings_from(None, overrides))  # bad selectors are usage errors even when no file is checked
     if args.paths == ["-"] or args.stdin_filename is not None:
@@ -58,6 +62,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         return _run_fix(parts, args, overrides)
     results = _with_file_selection(_check_parts(parts, args, overrides), overrides) + _unusable_config_results()
+    _note_stale_profile(parts, results)
     if args.add_noqa:
         return _add_noqa(results)
     if args.statistics:
@@ -66,6 +71,14 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         _report(results, args)
     return _status(results)
+
+
+def _note_stale_profile(parts: Sequence[_Part], results: Sequence[FileResult]) -> None:
+    """One line on stderr when files changed since the traced run the profile comes from."""
+    checked = [r.path for r in results if not r.error]
+    for note in dict.fromkeys(stale_note(settings, checked) for _, settings, _ in parts):
+        if note is not None:
+            print(note, file=sys.stderr)
 
 
 def _parts(paths: Sequence[str], args: argparse.Namespace, overrides: Overrides) -> List[_Part]:

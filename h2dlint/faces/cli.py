@@ -18,7 +18,10 @@ from h2dlint import __version__
 from h2dlint.faces.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, add_check_options, run_check
 from h2dlint.faces.explain import explain_line, parse_location, project_folder
 from h2dlint.faces.output import FORMATS
+from h2dlint.faces.trace import add_trace_command
+from h2dlint.facts.heat import LEVELS
 from h2dlint.facts.positions import source_lines
+from h2dlint.facts.presets import PRESETS
 from h2dlint.facts.settings import UsageError
 from h2dlint.facts.sources import SourceError, read_bytes, read_source
 from h2dlint.project.config import Overrides, configs_remembered, unusable_configs
@@ -141,6 +144,11 @@ def _parser() -> argparse.ArgumentParser:
         help="more one-time function names (globs), comma-separated",
     )
     add_check_options(check)
+    _add_heat_options(check)
+    check.add_argument(
+        "--min-level", choices=LEVELS, default=None,
+        help="report only code that runs at least this often (default: per-request, everything)",
+    )
     fixing = check.add_mutually_exclusive_group()
     fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
     fixing.add_argument(
@@ -163,6 +171,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_explain_command(commands)
     server = commands.add_parser("server", help="run the language server on stdio (needs h2dlint[lsp])")
     server.set_defaults(run=run_server)
+    add_trace_command(commands)
     return parser
 
 
@@ -170,6 +179,17 @@ def run_server(args: argparse.Namespace) -> int:
     from h2dlint.faces.server import serve  # pygls is imported only by the language server
 
     return serve()
+
+
+def _add_heat_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--preset", choices=tuple(PRESETS), default=None,
+        help="the default per-step and one-time names for a workload (default: serving); replaces `preset`",
+    )
+    command.add_argument(
+        "--profile", default=None, metavar="FILE",
+        help="a traced run (`h2dlint trace`): its call counts decide which functions are hot; replaces `profile`",
+    )
 
 
 def _add_speed_options(check: argparse.ArgumentParser) -> None:
@@ -201,6 +221,7 @@ def _add_explain_command(commands: "argparse._SubParsersAction[argparse.Argument
     )
     explain.add_argument("--extend-hot-functions", type=_codes, default=[], metavar="NAMES")
     explain.add_argument("--extend-cold-functions", type=_codes, default=[], metavar="NAMES")
+    _add_heat_options(explain)
     _add_speed_options(explain)
     explain.set_defaults(run=run_explain)
 
@@ -211,7 +232,8 @@ def run_explain(args: argparse.Namespace) -> int:
         raise UsageError(f"expected PATH:LINE, got {args.location!r}")
     path, line = location
     overrides = Overrides(
-        extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions)
+        extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions),
+        profile=args.profile, preset=args.preset,
     )
     project = Project(None, tuple(args.paths)) if args.paths else project_of(path, loose=(project_folder(path),))
     settings = project_settings(project, overrides)  # as `check` of the same project decides heat

@@ -94,6 +94,8 @@ def render_json(results: Sequence[FileResult]) -> str:
                     "noqa_row": d.span.row,
                     "fix": _json_fix(d.fix),
                     "url": rule_url(d.code),
+                    "level": d.level,
+                    "confirmed": d.confirmed,
                 }
             )
     return json.dumps(entries, indent=2) + "\n"

@@ -14,24 +14,30 @@ from urllib.parse import quote
 
 from h2dlint import __version__
 from h2dlint.faces.rule_docs import rule_url
+from h2dlint.facts.heat import OBSERVED_HOT, PER_REQUEST, PER_STEP
 from h2dlint.facts.summary import Fix, Span
 from h2dlint.project.findings import Diagnostic, FileResult
-from h2dlint.rules import ALL_RULES, Rule
+from h2dlint.rules import ALL_RULES, OBSERVED_RULES, Rule
+
+_REPORTED_RULES = ALL_RULES + OBSERVED_RULES  # every code a result may carry
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SOURCE_ROOT = "%SRCROOT%"  # the base that relative artifact URIs resolve against: the current folder
 LEVEL = "warning"  # every finding is a performance problem, not a correctness error
+# A finding's SARIF level from how often its code runs: per step is the cost h2dlint exists to find; once per
+# request is worth a look, not a warning.
+SARIF_LEVELS = {PER_STEP: "warning", OBSERVED_HOT: "warning", PER_REQUEST: "note"}
 
 
 def render_sarif(results: Sequence[FileResult]) -> str:
-    rule_index = {rule.code: index for index, rule in enumerate(ALL_RULES)}
+    rule_index = {rule.code: index for index, rule in enumerate(_REPORTED_RULES)}
     run = {
         "tool": {
             "driver": {
                 "name": "h2dlint",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "rules": [_rule_descriptor(rule) for rule in ALL_RULES],
+                "rules": [_rule_descriptor(rule) for rule in _REPORTED_RULES],
             }
         },
         "invocations": [_invocation(results)],
@@ -75,8 +81,9 @@ def _result(path: str, d: Diagnostic, rule_index: Dict[str, int]) -> Dict[str, o
     result: Dict[str, object] = {
         "ruleId": d.code,
         "ruleIndex": rule_index[d.code],
-        "level": LEVEL,
+        "level": SARIF_LEVELS[d.level],
         "message": {"text": d.message},
+        "properties": {"h2dlintLevel": d.level},
         "locations": [{"physicalLocation": {"artifactLocation": _artifact(path), "region": _region(d.span)}}],
     }
     if d.fix is not None:

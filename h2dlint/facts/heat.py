@@ -19,6 +19,17 @@ HERE = "{module}"  # stands for the root's module in `Heat.origin`, written out 
 
 _LONGEST_CHAIN_SHOWN = 8
 
+# How often hot code runs, most frequent first. A finding's level is the level of the code it is in; a loop
+# repeats its body, so a site in a loop is per step whatever runs the function around it. "observed-hot" is
+# code a traced run saw repeat with no per-step root to rank it against (see `h2dlint.project.observed`).
+PER_STEP, OBSERVED_HOT, PER_REQUEST = "per-step", "observed-hot", "per-request"
+LEVELS = (PER_STEP, OBSERVED_HOT, PER_REQUEST)
+
+
+def at_least(level: str, minimum: str) -> bool:
+    """Whether code of `level` runs at least as often as `minimum` says (`LEVELS` is ordered)."""
+    return LEVELS.index(level) <= LEVELS.index(minimum)
+
 
 @dataclass(frozen=True)
 class Heat:
@@ -29,6 +40,8 @@ class Heat:
     tag: str  # the root reason in brief, shown after a call chain: "per step"
     chain: Tuple[Key, ...] = ()  # callers, nearest first, leading from the root to this function
     module: str = ""  # the module of the root
+    level: str = PER_STEP  # how often hot code runs (see `LEVELS`); meaningless for cold code
+    observed: Optional[int] = None  # how many times a traced run saw the function run, when that decided
 
     @property
     def reason(self) -> str:
@@ -42,7 +55,7 @@ class Heat:
         return f"called from {path} ({self.tag.replace(HERE, module_prefix(self.module, module))})"
 
     def called_from(self, caller: Key) -> "Heat":
-        return Heat(True, self.origin, self.tag, (caller,) + self.chain, self.module)
+        return Heat(True, self.origin, self.tag, (caller,) + self.chain, self.module, self.level)
 
 
 def chain_text(names: Iterable[str]) -> str:
@@ -64,13 +77,33 @@ def site_reason(site: Site, heat: Dict[str, Heat], module: str = "") -> Optional
 
 def site_reason_for(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
     """Why `site` (in `module`) is hot, given the heat of its function; None when cold or not known hot."""
-    if site_cold_reason(site) is not None or (owner is not None and not owner.hot):
+    if site_level(site, owner) is None:
         return None
+    if site.per_miss:
+        return f"it runs on each cache miss of a memo keyed on a runtime value; {_where(site, owner, module)}"
+    return _where(site, owner, module)
+
+
+def _where(site: Site, owner: Optional[Heat], module: str) -> str:
     if site.loop is not None:
         kind, line = site.loop
         where = f"in a {kind.value} at line {line}"
+        if owner is not None and (not owner.hot or owner.level != PER_STEP):
+            where += " (once per iteration)"  # so per step, though the function around it is not
         return f"{where}; {owner.reason_in(module)}" if owner is not None else where
-    return owner.reason_in(module) if owner is not None else None
+    return owner.reason_in(module) if owner is not None else ""
+
+
+def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
+    """How often `site` runs (see `LEVELS`), or None when it is cold or not known to be hot. A function a
+    traced run saw run once is one-time, but a loop in it still repeats."""
+    if site_cold_reason(site) is not None:
+        return None
+    if site.loop is not None and (owner is None or owner.hot or owner.observed == 1):
+        return PER_REQUEST if site.per_miss else PER_STEP
+    if owner is not None and owner.hot:
+        return PER_REQUEST if site.per_miss else owner.level
+    return None
 
 
 def site_unreported_reason(site: Site, owner: Optional[Heat]) -> str:

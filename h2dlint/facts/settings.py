@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
+from h2dlint.facts.presets import PRESETS
+
 # Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
 # Tuned on the sglang, vllm and lmdeploy runtimes (see benchmarks/engine_findings.py): the names their
 # schedulers, model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
@@ -50,6 +52,16 @@ DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
     # forward, called through receivers whose class is not visible (`get_backend()`, `self.model`).
     "update_step_context",
     "update_model_metas",
+)
+
+# Entry points that run once per request, not per step: a hot name matching one of these is per-request.
+# The loops inside them (a pipeline's denoising loop) are per step all the same (see `facts.heat.site_level`).
+DEFAULT_PER_REQUEST_FUNCTIONS: Tuple[str, ...] = (
+    # diffusers' and transformers' pipelines: `__call__` prepares one request's inputs, loops over the
+    # denoising or generation steps, and decodes the result once.
+    "*Pipeline.__call__",
+    "get_*_feature",  # multimodal encoders, once per request with images, audio or video
+    "embed_multimodal",
 )
 
 # One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup, tests.
@@ -102,16 +114,43 @@ class Settings:
     # Globs over a receiver as written (`self.input_ids`, `*_gpu`, `*`) naming tensors known to live on an
     # accelerator; HTD105 reports `x.new_tensor(data)` on them, HTD107 `x.copy_(host_tensor)` into them.
     accelerator_tensors: Tuple[str, ...] = ()
+    # Report only findings whose code runs at least this often (`facts.heat.LEVELS`): "per-step" drops the
+    # per-request ones.
+    min_level: str = "per-request"
+    # A traced run's records (`h2dlint trace`): its path, and a digest of its content, which the cache keys on.
+    profile: Optional[str] = None
+    profile_digest: str = ""
+    profile_min_calls: int = 8  # a function a traced run saw run at least this often is hot
+    # The default name lists (`facts.presets`), and lists that replace them (`hot-functions`, None: keep them).
+    preset: str = "serving"
+    replace_hot_functions: Optional[Tuple[str, ...]] = None
+    replace_cold_functions: Optional[Tuple[str, ...]] = None
+    per_request_functions: Tuple[str, ...] = field(init=False)
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hot_functions", DEFAULT_HOT_FUNCTIONS + tuple(self.extend_hot_functions))
-        object.__setattr__(self, "cold_functions", DEFAULT_COLD_FUNCTIONS + tuple(self.extend_cold_functions))
+        preset = PRESETS.get(self.preset)
+        if preset is None:
+            raise UsageError(f"unknown preset {self.preset!r} (known presets: {', '.join(PRESETS)})")
+        hot = DEFAULT_HOT_FUNCTIONS if preset.hot is None else preset.hot
+        cold = (DEFAULT_COLD_FUNCTIONS if preset.cold is None else preset.cold) + preset.more_cold
+        if self.replace_hot_functions is not None:
+            hot = self.replace_hot_functions
+        if self.replace_cold_functions is not None:
+            cold = self.replace_cold_functions
+        per_request = (DEFAULT_PER_REQUEST_FUNCTIONS if preset.hot != () else ()) + preset.per_request
+        object.__setattr__(self, "per_request_functions", per_request)
+        object.__setattr__(self, "hot_functions", tuple(hot) + tuple(self.extend_hot_functions))
+        object.__setattr__(self, "cold_functions", tuple(cold) + tuple(self.extend_cold_functions))
 
     def is_hot_name(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether a function `name` (a method of `class_name`, when given) has a per-step name."""
         return _matches_any(name, class_name, self.hot_functions)
+
+    def is_per_request_name(self, name: str, class_name: Optional[str] = None) -> bool:
+        """Whether a per-step name (`is_hot_name`) is rather a per-request entry point."""
+        return _matches_any(name, class_name, self.per_request_functions)
 
     def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
         return _matches_any(name, class_name, self.cold_functions)

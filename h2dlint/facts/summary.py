@@ -40,6 +40,7 @@ class CallKind(Enum):
     SUPER = "super"  # `super().m()`
     ATTR = "attr"  # `X.m()`, X a plain name
     METHOD = "method"  # `m` called on any other receiver: `self.batch.m()`, `f().m()`
+    TABLE = "table"  # through the dispatch table `name`: `HANDLERS[k]()` (see `facts.dispatch`)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,9 @@ class FunctionInfo:
     # "torch.compile" when decorated with it: its body is traced into a graph, where Inductor makes small
     # constant tensors inside kernels and lifts others into graph constants, instead of copying per call
     compiled_by: Optional[str] = None
+    # Declared for subclasses to define (`facts.dispatch.declares_interface`): `@abstractmethod`, a body
+    # raising `NotImplementedError`, or `...` in an ABC or Protocol
+    interface: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,8 @@ class CallRef:
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     one_time: bool = False  # under a cached-build guard (`if self._x is None:`): spreads no heat
+    # under the guard of a memo keyed on a runtime value (`facts.memo`): reaches its callee per request
+    per_miss: bool = False
     # What the receiver of an ATTR or METHOD call is known to be: ("self", "a", "b") for `self.a.b.m()`;
     # ("Batch", "req") for `batch.req.m()` where `batch: Batch`; ("Batch()",) for `b.m()` after
     # `b = Batch(...)`, a class or a function whose return annotation names one ("self.make()" for a method).
@@ -126,6 +132,7 @@ class Site:
     in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
     capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"
     one_time: bool = False  # under a cached-build guard: `if self._x is None:` / `if not hasattr(self, ...)`
+    per_miss: bool = False  # under the guard of a memo keyed on a runtime value: runs on each cache miss
     fix: Optional[Fix] = None
     unfixable: Optional[str] = None  # why the rule's fix does not apply here
 
@@ -144,3 +151,6 @@ class ModuleSummary:
     # root: `self.pool = Pool(...)` "Pool()", `self.pool: Pool` or `pool: Pool` in the class body "Pool",
     # `self.pool = self.make_pool()` "self.make_pool()", `self.pool = pool` with `pool: Pool` "Pool".
     attribute_types: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
+    # Dispatch tables (`facts.dispatch`): name as written (`HANDLERS`, `self.HANDLERS` both "HANDLERS") ->
+    # the functions it maps to: ("name", f) for `f`, ("self", m) for `self.m`.
+    tables: Dict[str, Tuple[Tuple[str, str], ...]] = field(default_factory=dict)

@@ -19,7 +19,10 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import pathspec
 
+from h2dlint.facts.heat import LEVELS, PER_REQUEST
+from h2dlint.facts.presets import PRESETS
 from h2dlint.facts.settings import Settings, UsageError, selected_codes
+from h2dlint.project.profile_file import profile_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,6 +50,9 @@ class Overrides:
     extend_hot_functions: Tuple[str, ...] = ()
     extend_cold_functions: Tuple[str, ...] = ()
     exclude: Tuple[str, ...] = ()
+    min_level: Optional[str] = None  # None: the file's, or every level
+    preset: Optional[str] = None  # None: the file's, or "serving"
+    profile: Optional[str] = None  # a traced run's records; replaces the file's
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,13 @@ class ProjectConfig:
     accelerator_tensors: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     project_root: Optional[str] = None  # relative to `root`: the folder analysed as the project (roots.py)
+    min_level: str = PER_REQUEST
+    preset: str = Settings.preset
+    hot_functions: Optional[Tuple[str, ...]] = None  # replace the preset's lists
+    cold_functions: Optional[Tuple[str, ...]] = None
+    default_exclude: bool = True  # skip `DEFAULT_EXCLUDE` while walking folders
+    profile: Optional[str] = None  # relative to `root`
+    profile_min_calls: int = Settings.profile_min_calls
 
     def ignored_codes_for(self, path: str) -> Tuple[str, ...]:
         """The `per-file-ignores` selectors whose pattern matches `path`."""
@@ -162,6 +175,7 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
     if overrides.select is not None:
         select, ignore = overrides.select, ()
     per_file = config.ignored_codes_for(path) if config and path else ()
+    profile = overrides.profile or (os.path.join(config.root, config.profile) if config and config.profile else None)
     return Settings(
         select=select,
         ignore=ignore + overrides.ignore + per_file,
@@ -169,6 +183,12 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
         extend_cold_functions=(config.extend_cold_functions if config else ()) + overrides.extend_cold_functions,
         helper_module=config.helper_module if config else Settings.helper_module,
         accelerator_tensors=config.accelerator_tensors if config else (),
+        min_level=overrides.min_level or (config.min_level if config else PER_REQUEST),
+        preset=overrides.preset or (config.preset if config else Settings.preset),
+        replace_hot_functions=config.hot_functions if config else None,
+        replace_cold_functions=config.cold_functions if config else None,
+        profile_min_calls=config.profile_min_calls if config else Settings.profile_min_calls,
+        **profile_settings(profile),
     )
 
 
@@ -251,6 +271,36 @@ def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     return tuple(entries)
 
 
+def _level(value: Any) -> str:
+    if value not in LEVELS:
+        raise ValueError(f"expected one of {', '.join(repr(level) for level in LEVELS)}, got {_toml_repr(value)}")
+    return value
+
+
+def _preset(value: Any) -> str:
+    if value not in PRESETS:
+        raise ValueError(f"expected one of {', '.join(repr(name) for name in PRESETS)}, got {_toml_repr(value)}")
+    return value
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_toml_repr(value)}")
+    return value
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a path, got {_toml_repr(value)}")
+    return value
+
+
+def _positive(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ValueError(f"expected an integer of at least 2, got {_toml_repr(value)}")
+    return value
+
+
 _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "select": ("select", _selectors),
     "ignore": ("ignore", _selectors),
@@ -261,6 +311,13 @@ _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "accelerator-tensors": ("accelerator_tensors", _string_list),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     "project-root": ("project_root", _folder),
+    "min-level": ("min_level", _level),
+    "preset": ("preset", _preset),
+    "hot-functions": ("hot_functions", _string_list),
+    "cold-functions": ("cold_functions", _string_list),
+    "default-exclude": ("default_exclude", _boolean),
+    "profile": ("profile", _string),
+    "profile-min-calls": ("profile_min_calls", _positive),
 }
 
 
@@ -283,6 +340,16 @@ def _relative_posix(path: str, root: str) -> Optional[str]:
     return relative.replace(os.sep, "/")
 
 
+# Sources that are generated from, or generate, the code that runs, and are never imported: transformers'
+# `models/<name>/modular_<name>.py` (its modular converter writes `modeling_<name>.py` from them). Skipped
+# while walking folders, unless `default-exclude = false`; a file named on the command line is still checked.
+DEFAULT_EXCLUDE = ("**/models/*/modular_*.py",)
+
+
+def _is_excluded_by_default(path: str) -> bool:
+    return _spec(DEFAULT_EXCLUDE).match_file(os.path.abspath(path).replace(os.sep, "/").lstrip("/"))
+
+
 def excluded_by_config(path: str, is_dir: bool) -> bool:
     """Whether `exclude` in the configuration governing `path` covers it. A folder is governed by the
     configuration of the folder holding it, not by one inside it."""
@@ -290,6 +357,8 @@ def excluded_by_config(path: str, is_dir: bool) -> bool:
     if unusable_config(folder) is not None:
         return not is_dir  # its files are not checked; a folder below may have a configuration of its own
     config = config_for_path(folder)
+    if (config is None or config.default_exclude) and not is_dir and _is_excluded_by_default(path):
+        return True
     if config is None or not config.exclude:
         return False
     relative = _relative_posix(path, config.root)

@@ -17,11 +17,12 @@ from h2dlint.checker.analyzer import (
     summarize_text,
 )
 from h2dlint.checker.call_graph import ModuleGraph
-from h2dlint.facts.heat import Heat
+from h2dlint.facts.heat import PER_REQUEST, PER_STEP, Heat, at_least, site_level
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
 from h2dlint.facts.summary import Fix, Site, Span
 from h2dlint.project.hotness import function_heat, propagate
+from h2dlint.project.observed import observe
 from h2dlint.rules import RULES_BY_CODE, Rule
 
 
@@ -34,6 +35,8 @@ class Diagnostic:
     # The parts of `message`, for faces that show them apart (JSON, `--show-reasons`, the language server):
     reason: str = ""  # why the site is reported: "in a loop at line 6; `Runner.forward` runs per step"
     remedy: str = ""  # what to do instead, and why the fix does not apply here when it does not
+    level: str = PER_STEP  # how often the code runs (`facts.heat.LEVELS`); capture findings count as per step
+    confirmed: Optional[int] = None  # the syncs a traced CUDA run saw at its lines (`project.confirmed`)
 
 
 @dataclass(frozen=True)
@@ -43,14 +46,29 @@ class FileResult:
     error: Optional[str] = None  # one line, when the file could not be checked
 
 
-def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> List[Diagnostic]:
-    """The reported findings of one summarised file, given the heat of its functions (by qualname)."""
+def diagnostics(
+    file: FileSummary, heat: Dict[str, Heat], module: str = "", min_level: str = PER_REQUEST
+) -> List[Diagnostic]:
+    """The reported findings of one summarised file, given the heat of its functions (by qualname), of code
+    that runs at least as often as `min_level`."""
     found = []
     for site, suppressed in zip(file.summary.sites, file.suppressed):
-        reason = report_reason(site, heat.get(site.function), module)
-        if reason is not None and not suppressed:
-            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix, reason, _remedy(site)))
+        owner = heat.get(site.function)
+        reason = report_reason(site, owner, module)
+        if reason is None or suppressed:
+            continue
+        level = report_level(site, owner)
+        if at_least(level, min_level):
+            found.append(Diagnostic(
+                site.code, _message(site, reason), site.span, site.fix, reason, _remedy(site), level=level
+            ))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
+
+
+def report_level(site: Site, owner: Optional[Heat]) -> str:
+    """The level of a reported site; one that no heat explains (a capture finding, about every replay of the
+    graph) is per step."""
+    return site_level(site, owner) or PER_STEP
 
 
 def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
@@ -88,6 +106,7 @@ def check_source_with_heat(
     settings: Settings,
     rules: Optional[Sequence[Rule]] = None,
     known: Optional[Tuple[str, Dict[str, Heat]]] = None,
+    path: Optional[str] = None,
 ) -> List[Diagnostic]:
     """`check_source`, with the heat a project run found for this file when `known` gives it: (module name,
     heat by qualname). The fixer re-checks a file it has just rewritten this way, so that fixing agrees with
@@ -101,11 +120,18 @@ def check_source_with_heat(
     file = summarize_text(text, settings, candidates)
     summary = file.summary
     if known is None:
-        return diagnostics(file, function_heat(summary, settings))
+        heat = function_heat(summary, settings)
+        if path is not None and settings.profile:  # a traced run's counts, for the file alone
+            observed = observe({("", q): h for q, h in heat.items()}, {"": (path, summary)}, settings)
+            heat = {qualname: h for (_, qualname), h in observed.items()}
+            from h2dlint.project.confirmed import with_observed_syncs  # it builds on this module's records
+
+            return with_observed_syncs(path, diagnostics(file, heat, min_level=settings.min_level), settings)
+        return diagnostics(file, heat, min_level=settings.min_level)
     module, project_heat = known
     heat = {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary, module), settings).items()}
     for qualname, found in project_heat.items():
         # The project's heat wins, except where the file itself makes a function cold.
         if qualname in summary.functions and (qualname not in heat or heat[qualname].hot):
             heat[qualname] = found
-    return diagnostics(file, heat, module)
+    return diagnostics(file, heat, module, settings.min_level)

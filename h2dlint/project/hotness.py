@@ -33,7 +33,7 @@ from dataclasses import fields, is_dataclass, replace
 from typing import AbstractSet, Deque, Dict, Iterator, List, Optional, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
-from h2dlint.facts.heat import HERE, Heat, Key, module_prefix
+from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key, module_prefix
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, Marker, ModuleSummary
 
@@ -47,8 +47,28 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
             if cold is not None:
                 heat[(module, qualname)] = cold
     _spread_cold_to_callees(graph, heat, settings)
+    roots = _hot_roots(graph, settings, heat)
+    # Per-step roots spread first: code that both a step and a request reach runs per step.
+    for level in (PER_STEP, PER_REQUEST):
+        _spread_hot(graph, heat, [(key, root) for key, root in roots if root.level == level])
+    _spread_hot(graph, heat, _miss_roots(graph, heat))
+    return heat
+
+
+def _miss_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
+    """What hot code calls on the miss of a memo keyed on a runtime value: once per new key, per request."""
+    roots = []
+    for caller, found in list(heat.items()):
+        if found.hot:
+            origin = f"called on each cache miss in `{HERE}{caller[1]}`"
+            root = Heat(True, origin, "on each cache miss", module=caller[0], level=PER_REQUEST)
+            roots.extend((callee, root) for callee in graph.miss_callees(caller))
+    return roots
+
+
+def _spread_hot(graph: CallGraph, heat: Dict[Key, Heat], roots: List[Tuple[Key, Heat]]) -> None:
     queue: Deque[Key] = deque()
-    for key, root in _hot_roots(graph, settings, heat):
+    for key, root in roots:
         if key not in heat:
             heat[key] = root
             queue.append(key)
@@ -58,7 +78,6 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
             if callee not in heat:
                 heat[callee] = heat[caller].called_from(caller)
                 queue.append(callee)
-    return heat
 
 
 # What propagation never reads: where functions and calls are (it names the line only of a loop call), and
@@ -88,7 +107,7 @@ def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: Abst
 def with_moved_loops(heat: Heat, moved: Dict[str, MovedLoops]) -> Heat:
     """`heat` after edits that moved loop roots, by module (see `moved_loops`)."""
     root = moved.get(heat.module, {}).get(heat.tag)
-    return heat if root is None else Heat(heat.hot, root.origin, root.tag, heat.chain, heat.module)
+    return heat if root is None else Heat(heat.hot, root.origin, root.tag, heat.chain, heat.module, heat.level)
 
 
 def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef]:
@@ -209,7 +228,36 @@ def _class_name(function: FunctionInfo) -> Optional[str]:
     return function.class_qualname.rsplit(".", 1)[-1] if function.class_qualname else None
 
 
-def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> Iterator[Tuple[Key, Heat]]:
+def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
+    """Functions hot for a reason of their own, then the functions called in loops. A loop in a per-step root
+    adds nothing (what it calls is called from that root); a loop in a per-request root runs per step."""
+    on_miss = _only_called_on_a_miss(graph)
+    named = [(key, root) for key, root in _named_roots(graph, settings) if key not in cold and key not in on_miss]
+    # As heat is given out in this order: a loop in a function already hot per step adds nothing.
+    taken = {key for key, root in named if root.level == PER_STEP}
+    loops = []
+    for module, call, targets in graph.loop_calls():
+        if (module, call.caller) in cold or (module, call.caller) in taken:
+            continue
+        root = _loop_root(module, call)
+        loops.extend((callee, root) for callee in targets)
+        taken.update(targets)
+    return named + loops
+
+
+def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
+    """Private functions called only on misses of memos keyed on runtime values: their per-step names say
+    less than their callers do (the private `_build_plan` is called where its callers can be seen)."""
+    found = set()
+    for key, calls in graph.callers().items():
+        function = graph.function(key)
+        private = function is not None and function.name.startswith("_") and not function.name.startswith("__")
+        if private and all(key in graph.miss_callees(caller) for caller, _ in calls):
+            found.add(key)
+    return found
+
+
+def _named_roots(graph: CallGraph, settings: Settings) -> Iterator[Tuple[Key, Heat]]:
     for module, summary in graph.modules():
         for qualname, function in summary.functions.items():
             key = (module, qualname)
@@ -220,16 +268,17 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> I
                 origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: hot`"
                 yield key, Heat(True, origin, "marked hot", module=module)
             elif settings.is_hot_name(function.name, _class_name(function)):
-                yield key, Heat(True, f"`{HERE}{qualname}` runs per step", "per step", module=module)
+                yield key, _named_root(function, module, settings)
             elif function.custom_op is not None:
                 origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
                 yield key, Heat(True, origin, "a custom op", module=module)
-    for module, call, targets in graph.loop_calls():
-        if (module, call.caller) in cold:
-            continue
-        root = _loop_root(module, call)
-        for callee in targets:
-            yield callee, root
+
+
+def _named_root(function: FunctionInfo, module: str, settings: Settings) -> Heat:
+    qualname = function.qualname
+    if settings.is_per_request_name(function.name, _class_name(function)):
+        return Heat(True, f"`{HERE}{qualname}` runs once per request", "per request", module=module, level=PER_REQUEST)
+    return Heat(True, f"`{HERE}{qualname}` runs per step", "per step", module=module)
 
 
 def _loop_root(module: str, call: CallRef) -> Heat:

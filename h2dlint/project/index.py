@@ -74,12 +74,16 @@ class ProjectGraph(CallGraph):
         self._local = {name: ModuleGraph(summary, name) for name, summary in modules.items()}
         self._defined_names: Set[str] = set()
         self._methods_by_name: Dict[str, List[Key]] = {}
+        self._interfaces: Dict[str, List[Key]] = {}  # method name -> the classes declaring it as an interface
         for name, summary in modules.items():
             for function in summary.functions.values():
                 self._defined_names.add(function.name)
+                if function.interface and function.class_qualname and function.name not in NEVER_BY_NAME:
+                    self._interfaces.setdefault(function.name, []).append((name, function.class_qualname))
                 if function.class_qualname is not None and function.name not in NEVER_BY_NAME:
                     self._methods_by_name.setdefault(function.name, []).append((name, function.qualname))
         self._edges: Dict[Key, List[Key]] = {}
+        self._miss_edges: Dict[Key, List[Key]] = {}
         self._callers: Dict[Key, List[Tuple[Key, bool]]] = {}
         self._loop_calls: List[Tuple[str, CallRef, List[Key]]] = []
         self._resolved: Dict[Tuple[str, str, str, str, Optional[str], Optional[Tuple[str, ...]]], List[Key]] = {}
@@ -87,7 +91,8 @@ class ProjectGraph(CallGraph):
         self._subclass_index: Optional[Dict[Key, List[Key]]] = None
         for module, summary in modules.items():
             for call in summary.calls:
-                if call.name in self._defined_names:  # most calls name nothing of the project: `len`, `torch.cat`
+                # Most calls name nothing of the project: `len`, `torch.cat`.
+                if call.name in self._defined_names or call.kind is CallKind.TABLE:
                     self._add_call(module, call)
             for function in summary.functions.values():
                 if function.parent is not None:
@@ -105,6 +110,9 @@ class ProjectGraph(CallGraph):
             self._callers.setdefault(target, []).append(((module, call.caller), call.one_time))
         if not targets or call.one_time:
             return
+        if call.per_miss:
+            self._miss_edges.setdefault((module, call.caller), []).extend(targets)
+            return
         self._edges.setdefault((module, call.caller), []).extend(targets)
         if call.loop_line is not None:
             self._loop_calls.append((module, call, targets))
@@ -119,6 +127,9 @@ class ProjectGraph(CallGraph):
 
     def callees(self, caller: Key) -> List[Key]:
         return self._edges.get(caller, [])
+
+    def miss_callees(self, caller: Key) -> List[Key]:
+        return self._miss_edges.get(caller, [])
 
     def callers(self) -> Dict[Key, List[Tuple[Key, bool]]]:
         return self._callers
@@ -138,6 +149,8 @@ class ProjectGraph(CallGraph):
             return local
         if call.kind is CallKind.NAME:
             return self._imported_function(module, call.name)
+        if call.kind is CallKind.TABLE:
+            return self._imported_table(module, call.name)
         typed = self._typed_receiver_call(module, call) if call.receiver is not None else []
         if typed:
             return typed
@@ -153,6 +166,15 @@ class ProjectGraph(CallGraph):
             return []
         found = self.function(target)  # type: ignore[arg-type]
         return [target] if found is not None and found.class_qualname is None else []  # type: ignore[list-item]
+
+    def _imported_table(self, module: str, name: str) -> List[Key]:
+        """The functions of a dispatch table imported from another module of the project."""
+        target = self._lookup(module, name)
+        if target is None or target[1] is None or target[0] == module:
+            return []
+        entries = self._modules[target[0]].tables.get(target[1], ())
+        found = [self._imported_function(target[0], function) for kind, function in entries if kind == "name"]
+        return list(dict.fromkeys(key for keys in found for key in keys))
 
     def _attribute_call(self, module: str, owner: str, name: str) -> List[Key]:
         summary = self._modules[module]
@@ -313,7 +335,10 @@ class ProjectGraph(CallGraph):
 
     def _by_name(self, name: str, receiver: Optional[str] = None) -> List[Key]:
         """`name` on an object of unknown class; `receiver` is the name it goes by (`markov_head`), and when
-        some candidates' classes are named like it (`GatedMarkovHead`), only those are kept."""
+        some candidates' classes are named like it (`GatedMarkovHead`), only those are kept. A method declared
+        on an interface reaches every override of it (`facts.dispatch.INTERFACE_METHOD`)."""
+        if name in self._interfaces:
+            return self._interface_overrides(name)
         if "_" not in name.strip("_"):
             return []  # one-word names (`connect`, `process`) are shared with libraries: no evidence
         candidates = self._methods_by_name.get(name, [])
@@ -321,6 +346,12 @@ class ProjectGraph(CallGraph):
             return []
         named_alike = [c for c in candidates if receiver and self._class_named_like(c, receiver)]
         return named_alike or list(candidates)
+
+    def _interface_overrides(self, name: str) -> List[Key]:
+        found: List[Key] = []
+        for cls in self._interfaces[name]:
+            found += [m for m in [(cls[0], f"{cls[1]}.{name}"), *self._overrides(cls, name)] if m not in found]
+        return found
 
     def _class_named_like(self, method: Key, receiver: str) -> bool:
         """Whether the class of `method`, or a base it names, ends in `receiver` (`markov_head`: `MarkovHead`)."""
@@ -345,7 +376,7 @@ class ProjectGraph(CallGraph):
             return None
         target = summary.imports.get(name)
         if target is None:
-            defined = name in summary.functions or name in summary.classes
+            defined = name in summary.functions or name in summary.classes or name in summary.tables
             return (module, name) if defined else self._star_imported(module, name, depth)
         dotted = absolute_import(target, self._full_names[module], module in self._packages)
         found = self._by_suffix.get(dotted)

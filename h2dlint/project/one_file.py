@@ -56,7 +56,7 @@ class ProjectIndex:
             if result.error is not None:
                 raise SourceError(result.error)
             return file_findings(result.diagnostics, settings)
-        return check_source_with_heat(text, settings, known=self.heat_of(full))
+        return check_source_with_heat(text, settings, known=self.heat_of(full), path=full)
 
     def _is_on_disk(self, full: str, text: str) -> bool:
         """Whether `text` is what the run read from the file (flake8 and editors hand over the text)."""

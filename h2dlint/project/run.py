@@ -27,11 +27,13 @@ from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
 from h2dlint.facts.summary import ModuleSummary
 from h2dlint.project.cache import Cache, LastRun, Stat, content_key, default_cache_root, file_stat
+from h2dlint.project.confirmed import with_observed_syncs
 from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_moved_loops
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_names import module_names
+from h2dlint.project.observed import observe
 from h2dlint.project.roots import Project
 
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -168,7 +170,7 @@ def analyse(
     done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
     modules = module_names(done)
     graph = ProjectGraph({modules[p]: o[2].summary for p, o in done.items()}, {modules[p]: p for p in done})
-    heat = propagate(graph, settings)
+    heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
     results = []
     for candidate in candidates:
         outcome = outcomes.get(candidate.path, candidate.error)
@@ -176,7 +178,9 @@ def analyse(
             results.append(FileResult(candidate.path, (), outcome))
             continue
         file, module = outcome[2], modules[candidate.path]
-        found = diagnostics(file, file_heat(heat, module, file), module)
+        found = diagnostics(file, file_heat(heat, module, file), module, settings.min_level)
+        if settings.profile:
+            found = with_observed_syncs(candidate.path, found, settings)
         results.append(FileResult(candidate.path, found, file.error))
     summaries = {p: o[2] for p, o in done.items()}
     return ProjectRun(results, summaries, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
@@ -243,7 +247,9 @@ def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
         heat=heat,
         # Heat is kept by absolute path: a run naming one file twice cannot reuse it.
         layout=_layout(candidates) if complete and len(heat) == len(run.summaries) else "",
-        names=frozenset(f.name for file in run.summaries.values() for f in file.summary.functions.values()),
+        # What a call may name: a function, or a dispatch table (whose calls name the table).
+        names=frozenset(f.name for file in run.summaries.values() for f in file.summary.functions.values())
+        | frozenset(table for file in run.summaries.values() for table in file.summary.tables),
     )
 
 
@@ -266,6 +272,8 @@ def _recheck_changed(
     the caller runs the whole analysis, with the changed files' new summaries, left in `summarised`."""
     if not last.layout or last.names is None or last.layout != _layout(candidates):
         return None
+    if settings.profile:
+        return None  # an edited file no longer matches the trace: its functions' heat changes
     changed = [c.path for c in candidates if c.error is None and not _same_stat(c.path, last)]
     stats, heat = dict(last.stats), dict(last.heat)
     files: Dict[str, FileSummary] = {}  # by path as given: the files whose findings are recomputed
@@ -285,7 +293,7 @@ def _recheck_changed(
     results = dict(last.results)
     for path, file in files.items():
         module, file_heat = heat[os.path.abspath(path)]
-        results[path] = FileResult(path, diagnostics(file, file_heat, module), file.error)
+        results[path] = FileResult(path, diagnostics(file, file_heat, module, settings.min_level), file.error)
     keys = _content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])
     return LastRun(stats, _fingerprint(candidates, keys), results, heat, last.layout, last.names)
 

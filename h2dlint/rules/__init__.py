@@ -10,6 +10,7 @@ from h2dlint.rules.blocking_host_copy import BlockingHostCopy
 from h2dlint.rules.copy_into_device_buffer import CopyIntoDeviceBuffer
 from h2dlint.rules.copy_under_capture import CopyUnderCapture
 from h2dlint.rules.new_tensor_on_device import NewTensorOnDevice
+from h2dlint.rules.observed_sync import ObservedSync
 from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
 from h2dlint.rules.tensor_with_device import TensorWithDevice
 
@@ -22,7 +23,9 @@ ALL_RULES: Tuple[Type[Rule], ...] = (
     CopyUnderCapture,
     CopyIntoDeviceBuffer,
 )
-RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+# Rules that nothing in source triggers: a traced run's records report them (`check --profile`).
+OBSERVED_RULES: Tuple[Type[Rule], ...] = (ObservedSync,)
+RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES + OBSERVED_RULES}
 ALL_CODES: Tuple[str, ...] = tuple(RULES_BY_CODE)
 
-__all__ = ["ALL_CODES", "ALL_RULES", "Invalid", "Match", "RULES_BY_CODE", "Rule", "Valid"]
+__all__ = ["ALL_CODES", "ALL_RULES", "OBSERVED_RULES", "Invalid", "Match", "RULES_BY_CODE", "Rule", "Valid"]

@@ -58,6 +58,7 @@ class Context:
         self.frames: List[Frame] = []  # the module, then the classes and functions around the node
         self.captures: List[int] = []  # lines of the enclosing `with torch.cuda.graph(...)` blocks
         self.one_time_guards = 0  # how many one-time guards (`if self._x is None:`, ...) enclose the node
+        self.per_miss_guards = 0  # how many guards of memos keyed on runtime values (`facts.memo`) enclose it
 
     @property
     def function(self) -> Optional[FunctionNode]:
@@ -99,6 +100,11 @@ class Context:
             if frame.kind is kind:
                 return frame
         return None
+
+    @property
+    def per_miss(self) -> bool:
+        """Under the guard of a memo keyed on a runtime value, and no one-time guard: runs on each miss."""
+        return self.per_miss_guards > 0 and not self.one_time
 
     def stream_work(self) -> str:
         """What the current function does with streams (`waits on another stream`), or "": computed once

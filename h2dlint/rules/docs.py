@@ -15,6 +15,8 @@ OPTION_HELP: Dict[str, str] = {
     " `h2dlint vendor-helper` writes a copy into your package)",
     "accelerator-tensors": "tensors known to be on an accelerator, as written (`*_gpu`, `self.input_ids`;"
     " fnmatch globs): a receiver or buffer matching one counts as on the device",
+    "profile": "the traced run (`h2dlint trace`) whose call counts decide heat and whose CUDA records"
+    " confirm findings (also `--profile`)",
 }
 
 # The sources a rule page cites, by the key a rule lists in `references`: (title, URL or path in this repository).

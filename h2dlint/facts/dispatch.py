@@ -1,0 +1,87 @@
+"""Dispatch the call graph cannot see by name: dispatch tables, and methods declared on an interface.
+
+Dispatch tables are dicts of functions, and the calls made through them (`HANDLERS[kind](batch)`).
+
+Heuristic `DISPATCH_TABLE`: a name bound to a dict literal whose values are all functions as written (`f`,
+`self.m`, `cls.m`), or a dict filled with them (`HANDLERS[key] = f`), is a table; a call through it
+(`HANDLERS[key](...)`, `HANDLERS.get(key)(...)`, `self.HANDLERS[key](...)`) may reach any of them, so it
+links to every one. The collector records the tables in `ModuleSummary.tables` and the calls as `CallRef`s
+of kind "table"; `ModuleGraph` and `ProjectGraph` resolve them.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional, Sequence, Tuple, Union
+
+Entry = Tuple[str, str]  # ("name", f) for `f`; ("self", m) for `self.m` / `cls.m`
+
+
+def table_entries(value: ast.expr) -> Optional[Tuple[Entry, ...]]:
+    """The functions a dict literal maps to, when every value is one as written; None otherwise."""
+    if not isinstance(value, ast.Dict) or not value.values or None in value.keys:
+        return None
+    entries = [_entry(item) for item in value.values]
+    return tuple(dict.fromkeys(e for e in entries if e is not None)) if all(entries) else None  # type: ignore[misc]
+
+
+def record_table(tables: Dict[str, Tuple[Entry, ...]], target: ast.expr, value: ast.expr) -> None:
+    """`TABLE = {...}` or `TABLE[key] = f` (also `self.TABLE`): add what it maps to to `tables`."""
+    name = _table_name(target)
+    if name is not None:
+        entries = table_entries(value)
+        if entries is not None:
+            tables[name] = tuple(dict.fromkeys(tables.get(name, ()) + entries))
+        return
+    if isinstance(target, ast.Subscript):
+        name, entry = _table_name(target.value), _entry(value)
+        if name is not None and entry is not None:
+            tables[name] = tuple(dict.fromkeys(tables.get(name, ()) + (entry,)))
+
+
+def table_called(func: ast.expr) -> Optional[str]:
+    """The table a call goes through: `T[k](...)` or `T.get(k)(...)`, `T` a name or `self.T`; else None."""
+    if isinstance(func, ast.Subscript):
+        return _table_name(func.value)
+    is_get = isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "get"
+    return _table_name(func.func.value) if is_get else None  # type: ignore[union-attr]
+
+
+def _table_name(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+        return node.attr
+    return None
+
+
+def _entry(value: ast.expr) -> Optional[Entry]:
+    if isinstance(value, ast.Name):
+        return ("name", value.id)
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id in ("self", "cls"):
+        return ("self", value.attr)
+    return None
+
+
+# Heuristic `INTERFACE_METHOD`: a method declared and left to subclasses: decorated `@abstractmethod`, a body
+# that only raises `NotImplementedError`, or a body of `...` / `pass` in a class based on `ABC` or
+# `Protocol`. A call of it on a receiver of unknown class may reach every override in the project
+# (`ProjectGraph` links them all), which is how a backend, a scheduler or a sampler is called.
+INTERFACE_BASES = frozenset({"ABC", "Protocol", "ABCMeta"})
+_ABSTRACT_DECORATORS = frozenset({"abstractmethod", "abc.abstractmethod"})
+
+
+def declares_interface(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], class_bases: Sequence[str]) -> bool:
+    if any(ast.unparse(d) in _ABSTRACT_DECORATORS for d in node.decorator_list):
+        return True
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and
+                                         isinstance(s.value.value, str))]
+    if len(body) != 1:
+        return False
+    only = body[0]
+    if isinstance(only, ast.Raise) and only.exc is not None:
+        raised = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
+        return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+    empty = isinstance(only, ast.Pass) or (isinstance(only, ast.Expr) and isinstance(only.value, ast.Constant)
+                                           and only.value.value is Ellipsis)
+    return empty and any(base in INTERFACE_BASES for base in class_bases)

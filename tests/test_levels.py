@@ -1,0 +1,89 @@
+"""Levels: every finding says how often its code runs (per step, per request), truthfully, in every format."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write
+
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source
+
+PIPELINE = """\
+import torch
+
+class ImagePipeline:
+    def __call__(self, prompt, steps, dev):
+        ids = torch.tensor(prompt, device=dev)  # once per request
+        for t in range(steps):
+            self.denoise(t, dev)
+        return ids
+
+    def denoise(self, t, dev):
+        return torch.tensor([t], device=dev)  # per denoising step: called in the loop
+"""
+
+
+def test_a_pipeline_call_is_per_request_and_its_loop_per_step():
+    found = {d.span.row: d for d in check_source(PIPELINE, Settings())}
+    assert set(found) == {5, 11}
+    assert found[5].level == "per-request"
+    assert "`ImagePipeline.__call__` runs once per request" in found[5].message
+    assert "per step" not in found[5].message
+    assert found[11].level == "per-step"
+    assert "called in a loop at line 6 of `ImagePipeline.__call__`" in found[11].message
+
+
+def test_a_site_in_a_loop_of_a_per_request_function_is_per_step():
+    source = PIPELINE.replace("self.denoise(t, dev)", "torch.tensor([t], device=dev)")
+    found = {d.span.row: d for d in check_source(source, Settings())}
+    assert found[7].level == "per-step"
+    expected = "in a loop at line 6 (once per iteration); `ImagePipeline.__call__` runs once per request"
+    assert expected in found[7].message
+
+
+def test_what_a_step_and_a_request_both_reach_is_per_step():
+    source = PIPELINE + (
+        "\n\ndef forward(x, dev):\n    return helper(x, dev)\n\n\ndef helper(x, dev):\n"
+        "    return torch.tensor(x, device=dev)\n\n\nclass Other:\n    def get_image_feature(self, x, dev):\n"
+        "        return helper(x, dev)\n"
+    )
+    found = {d.span.row: d for d in check_source(source, Settings())}
+    helper_site = max(found)
+    assert found[helper_site].level == "per-step"
+    assert "called from `forward` (per step)" in found[helper_site].message
+
+
+def test_other_calls_stay_per_step():
+    source = "import torch\n\nclass Model:\n    def __call__(self, x, dev):\n"
+    source += "        return torch.tensor(x, device=dev)\n"
+    (finding,) = check_source(source, Settings())
+    assert finding.level == "per-step" and "`Model.__call__` runs per step" in finding.message
+
+
+def test_min_level_per_step_drops_per_request_findings():
+    found = check_source(PIPELINE, Settings(min_level="per-step"))
+    assert [d.span.row for d in found] == [11]
+
+
+def test_level_in_json_and_sarif_and_min_level_on_the_command_line(tmp_path, run_cli):
+    path = write(tmp_path, "pipe.py", PIPELINE)
+    code, out, _ = run_cli("check", str(path), "--output-format", "json")
+    assert code == 1
+    assert sorted((e["location"]["row"], e["level"]) for e in json.loads(out)) == [(5, "per-request"), (11, "per-step")]
+    _, out, _ = run_cli("check", str(path), "--output-format", "sarif")
+    results = json.loads(out)["runs"][0]["results"]
+    levels = {r["locations"][0]["physicalLocation"]["region"]["startLine"]: r["level"] for r in results}
+    assert levels == {5: "note", 11: "warning"}
+    _, out, _ = run_cli("check", str(path), "--min-level", "per-step", "--output-format", "concise")
+    assert [line.split(":")[1] for line in out.splitlines()] == ["11"]
+
+
+def test_min_level_in_the_configuration(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", '[tool.h2dlint]\nmin-level = "per-step"\n')
+    path = write(tmp_path, "pipe.py", PIPELINE)
+    _, out, _ = run_cli("check", str(path), "--output-format", "concise")
+    assert [line.split(":")[1] for line in out.splitlines()] == ["11"]
+    write(tmp_path, "pyproject.toml", '[tool.h2dlint]\nmin-level = "often"\n')
+    code, _, err = run_cli("check", str(path))
+    assert code == 2 and "`min-level`" in err and "'per-step'" in err

@@ -1,0 +1,183 @@
+"""Static reach: interface dispatch, dispatch tables, and memo caches keyed on runtime values."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write
+
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source
+
+
+def reported(run_cli, folder):
+    _, out, _ = run_cli("check", str(folder), "--output-format", "json", "--no-cache")
+    return {f"{e['filename'].rsplit('/', 1)[1]}:{e['location']['row']}": e for e in json.loads(out)}
+
+
+INTERFACE = """\
+from abc import ABC, abstractmethod
+from typing import Protocol
+
+
+class AttentionBackend(ABC):
+    @abstractmethod
+    def plan(self, batch):
+        ...
+
+
+class Sampler:
+    def choose(self, logits):
+        raise NotImplementedError
+
+
+class Drafter(Protocol):
+    def propose(self, batch):
+        ...
+"""
+IMPLEMENTATIONS = """\
+import torch
+
+from base import AttentionBackend, Sampler
+
+
+class FlashBackend(AttentionBackend):
+    def plan(self, batch):
+        return torch.tensor(batch, device="cuda")
+
+
+class TritonBackend(AttentionBackend):
+    def plan(self, batch):
+        return torch.tensor(batch, device="cuda")
+
+
+class Greedy(Sampler):
+    def choose(self, logits):
+        return torch.tensor(logits, device="cuda")
+
+
+class Ngram:
+    def propose(self, batch):
+        return torch.tensor(batch, device="cuda")
+
+
+class Unrelated:
+    def choose(self, logits):
+        return torch.tensor(logits, device="cuda")
+"""
+RUNNER = """\
+def get_backend():
+    return None
+
+
+class Runner:
+    def forward(self, batch, logits):
+        get_backend().plan(batch)
+        self.sampler.choose(logits)
+        self.drafter.propose(batch)
+"""
+
+
+def test_an_interface_method_on_an_unknown_receiver_reaches_every_override(tmp_path, run_cli):
+    for name, text in (("base.py", INTERFACE), ("impl.py", IMPLEMENTATIONS), ("runner.py", RUNNER)):
+        write(tmp_path, name, text)
+    found = reported(run_cli, tmp_path)
+    # ABC with @abstractmethod, a NotImplementedError base, and a Protocol whose implementer does not inherit
+    # it (no override to link: only classes deriving from the interface are its overrides).
+    assert set(found) == {"impl.py:8", "impl.py:13", "impl.py:18"}
+    assert all("runner.Runner.forward` (per step)" in e["message"] for e in found.values())
+
+
+def test_without_an_interface_a_one_word_method_is_not_linked(tmp_path, run_cli):
+    write(tmp_path, "base.py", INTERFACE.replace("raise NotImplementedError", "return None"))
+    write(tmp_path, "impl.py", IMPLEMENTATIONS)
+    write(tmp_path, "runner.py", RUNNER)
+    assert "impl.py:18" not in reported(run_cli, tmp_path)
+
+
+TABLES = """\
+import torch
+
+
+def _pack(ids, dev):
+    return torch.tensor(ids, device=dev)
+
+
+def _unpack(ids, dev):
+    return ids
+
+
+HANDLERS = {"pack": _pack, "unpack": _unpack}
+LABELS = {"pack": "P", "unpack": "U"}
+
+
+class Runner:
+    def __init__(self):
+        self.ops = {"a": self._a}
+        self.later = {}
+        self.later["b"] = self._b
+
+    def forward(self, kind, ids, dev):
+        self.ops[kind](ids, dev)
+        self.later.get(kind)(ids, dev)
+        return HANDLERS[kind](ids, dev)
+
+    def _a(self, ids, dev):
+        return torch.tensor(ids, device=dev)
+
+    def _b(self, ids, dev):
+        return torch.tensor(ids, device=dev)
+
+    def _never(self, ids, dev):
+        return torch.tensor(ids, device=dev)
+"""
+
+
+def test_a_call_through_a_dispatch_table_reaches_the_functions_it_is_built_from():
+    found = {d.span.row: d.message for d in check_source(TABLES, Settings())}
+    assert set(found) == {5, 28, 31}
+    assert "called from `Runner.forward` (per step)" in found[5]
+
+
+def test_a_dispatch_table_imported_from_another_module(tmp_path, run_cli):
+    write(tmp_path, "ops.py", TABLES.split("class Runner")[0])
+    write(tmp_path, "engine.py", "from ops import HANDLERS\n\n\ndef forward(kind, ids, dev):\n"
+                                 "    return HANDLERS[kind](ids, dev)\n")
+    found = reported(run_cli, tmp_path)
+    assert set(found) == {"ops.py:5"}
+    assert "engine.forward` (per step)" in found["ops.py:5"]["message"]
+
+
+MEMOS = """\
+import torch
+
+_CACHE = {}
+_TABLES = {}
+
+
+def _build(shape, dev):
+    return torch.tensor(shape, device=dev)
+
+
+def forward(shape, dev):
+    if shape not in _CACHE:
+        _CACHE[shape] = torch.tensor(shape, device=dev)
+    if "table" not in _TABLES:
+        _TABLES["table"] = torch.tensor([1, 2], device=dev)
+    if dev not in _TABLES:
+        _TABLES[dev] = torch.tensor([1, 2], device=dev)
+    t = _CACHE.get((shape, 1))
+    if t is None:
+        t = _build(shape, dev)
+        _CACHE[(shape, 1)] = t
+    return _CACHE[shape]
+"""
+
+
+def test_a_memo_keyed_on_a_runtime_value_is_per_request_and_a_constant_key_one_time():
+    found = {d.span.row: d for d in check_source(MEMOS, Settings())}
+    assert set(found) == {8, 13}  # not 15 (a constant key), nor 17 (a device: one value per process)
+    assert all(d.level == "per-request" for d in found.values())
+    assert "it runs on each cache miss of a memo keyed on a runtime value; `forward` runs per step" in found[13].message
+    assert "called on each cache miss in `forward`" in found[8].message
+    assert [d.span.row for d in check_source(MEMOS, Settings(min_level="per-step"))] == []
