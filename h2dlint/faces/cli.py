@@ -19,7 +19,8 @@ from h2dlint.faces.explain import explain_line, parse_location, project_folder
 from h2dlint.faces.output import FORMATS, count_findings, render, render_errors, render_statistics
 from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
 from h2dlint.facts.positions import source_lines
-from h2dlint.facts.settings import Settings, UsageError
+from h2dlint.facts.heuristics import BY_ID, HEURISTICS
+from h2dlint.facts.settings import Settings, UsageError, unknown_heuristic_text
 from h2dlint.facts.sources import SourceError, read_bytes, read_source
 from h2dlint.fixing.autofix import unified_diff
 from h2dlint.fixing.baseline import add_noqa_to_file
@@ -95,6 +96,7 @@ def run_check(args: argparse.Namespace) -> int:
         extend_hot_functions=tuple(args.extend_hot_functions),
         extend_cold_functions=tuple(args.extend_cold_functions),
         exclude=tuple(args.exclude),
+        disable_heuristics=tuple(args.disable_heuristics),
     )
     enabled_rules(settings_from(None, overrides))  # bad selectors are usage errors even when no file is checked
     # Hotness is decided across all the files of a run, so the configuration governing the first path sets
@@ -209,6 +211,25 @@ def run_rule(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+def run_heuristics(args: argparse.Namespace) -> int:
+    """List the heuristics of the hot/cold model, or describe one: what it matches and its census rows."""
+    if args.id is None:
+        width = max(len(h.id) for h in HEURISTICS)
+        for h in HEURISTICS:
+            print(f"{h.id:<{width}}  {h.effect.value:<8}  {h.rationale}")
+        return EXIT_CLEAN
+    found = BY_ID.get(args.id)
+    if found is None:
+        raise UsageError(unknown_heuristic_text(args.id))
+    print(f"{found.id} ({found.effect.value}, {found.group.value}): {found.rationale}")
+    if found.patterns:
+        print(f"names: {', '.join(found.patterns)}")
+    for row in found.evidence:
+        print(f"evidence: {row} (benchmarks/engine_labels.tsv)")
+    print(f"switch it off with `--disable-heuristics {found.id}` or `disable-heuristics = [\"{found.id}\"]`")
+    return EXIT_CLEAN
+
+
 def _codes(value: str) -> List[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -251,6 +272,7 @@ def _parser() -> argparse.ArgumentParser:
         "--extend-cold-functions", type=_codes, default=[], metavar="NAMES",
         help="more one-time function names (globs), comma-separated",
     )
+    _add_heuristics_option(check)
     fixing = check.add_mutually_exclusive_group()
     fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
     fixing.add_argument(
@@ -270,8 +292,20 @@ def _parser() -> argparse.ArgumentParser:
     rule.add_argument("code", nargs="?", help="a rule code such as HTD101")
     rule.set_defaults(run=run_rule)
 
+    heuristics = commands.add_parser("heuristics", help="list the hot/cold heuristics, or describe one")
+    heuristics.add_argument("id", nargs="?", help="a heuristic id such as hot-name-forward")
+    heuristics.set_defaults(run=run_heuristics)
+
     _add_explain_command(commands)
     return parser
+
+
+def _add_heuristics_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--disable-heuristics", type=_codes, default=[], metavar="IDS",
+        help="heuristics to switch off, comma-separated ids (`h2dlint heuristics` lists them); extends "
+        "`disable-heuristics` of pyproject.toml",
+    )
 
 
 def _add_speed_options(check: argparse.ArgumentParser) -> None:
@@ -303,6 +337,7 @@ def _add_explain_command(commands: "argparse._SubParsersAction[argparse.Argument
     )
     explain.add_argument("--extend-hot-functions", type=_codes, default=[], metavar="NAMES")
     explain.add_argument("--extend-cold-functions", type=_codes, default=[], metavar="NAMES")
+    _add_heuristics_option(explain)
     _add_speed_options(explain)
     explain.set_defaults(run=run_explain)
 
@@ -313,7 +348,9 @@ def run_explain(args: argparse.Namespace) -> int:
         raise UsageError(f"expected PATH:LINE, got {args.location!r}")
     path, line = location
     overrides = Overrides(
-        extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions)
+        extend_hot_functions=tuple(args.extend_hot_functions),
+        extend_cold_functions=tuple(args.extend_cold_functions),
+        disable_heuristics=tuple(args.disable_heuristics),
     )
     paths = args.paths or [project_folder(path)]
     settings = settings_from(config_for_path(paths[0]), overrides)  # as `check` of the same paths decides heat

@@ -6,10 +6,10 @@ import os
 from typing import List, Optional, Tuple
 
 from h2dlint.checker.analyzer import FileSummary
-from h2dlint.facts.heat import Heat, site_cold_reason
+from h2dlint.facts.heat import Heat, site_cold_heuristic, site_cold_reason
 from h2dlint.facts.sources import SourceError
 from h2dlint.facts.summary import FunctionInfo, Site
-from h2dlint.project.findings import report_reason
+from h2dlint.project.findings import report_heuristic, report_reason
 from h2dlint.project.run import ProjectRun
 from h2dlint.rules import RULES_BY_CODE
 
@@ -61,7 +61,7 @@ def _function_verdict(function: Optional[FunctionInfo], heat: dict, module: str)
             "called in a loop, and no hot function calls it (calls are followed across the project through "
             "imports, the known classes of receivers and, for distinctive method names, by name)"
         )
-    return f"{name}, which is {'hot' if found.hot else 'cold'}: {found.reason_in(module)}"
+    return _named(f"{name}, which is {'hot' if found.hot else 'cold'}: {found.reason_in(module)}", found.heuristic)
 
 
 def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str:
@@ -72,15 +72,21 @@ def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str
         if reason is None:
             return "is not reported: it does not run under CUDA-graph capture"
     elif site_cold_reason(site) is not None:
-        return f"is not reported: {site_cold_reason(site)}"
+        return _named(f"is not reported: {site_cold_reason(site)}", site_cold_heuristic(site))
     elif reason is None:
         kind = "is not known to run per step"
         if owner is not None:
-            kind = "is compiled, not run eagerly" if owner.tag == "compiled" else "runs once"
+            kind = "is compiled, not run eagerly" if owner.heuristic == "cold-decorator-compile" else "runs once"
         return f"is not reported: the code around it {kind} (see above)"
+    heuristic = report_heuristic(site, owner)
     if file.suppressed[index]:
-        return f"is suppressed by `# noqa`; without it: {reason}"
-    return f"is reported: {reason}"
+        return _named(f"is suppressed by `# noqa`; without it: {reason}", heuristic)
+    return _named(f"is reported: {reason}", heuristic)
+
+
+def _named(verdict: str, heuristic: Optional[str]) -> str:
+    """`verdict`, naming the heuristic that decided it (`h2dlint heuristics ID` says more)."""
+    return f"{verdict} [heuristic: {heuristic}]" if heuristic else verdict
 
 
 def parse_location(text: str) -> Optional[Tuple[str, int]]:

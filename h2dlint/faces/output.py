@@ -67,6 +67,8 @@ def render_json(results: Sequence[FileResult]) -> str:
                     "noqa_row": d.span.row,
                     "fix": _json_fix(d.fix),
                     "url": None,
+                    # Not in ruff's shape: the id of the heuristic that made the site hot (`h2dlint heuristics`).
+                    "heuristic": d.heuristic,
                 }
             )
     return json.dumps(entries, indent=2) + "\n"

@@ -29,6 +29,7 @@ class Heat:
     tag: str  # the root reason in brief, shown after a call chain: "per step"
     chain: Tuple[Key, ...] = ()  # callers, nearest first, leading from the root to this function
     module: str = ""  # the module of the root
+    heuristic: str = ""  # the id of the heuristic that made the root hot or cold (`h2dlint.facts.heuristics`)
 
     @property
     def reason(self) -> str:
@@ -42,7 +43,7 @@ class Heat:
         return f"called from {path} ({self.tag.replace(HERE, module_prefix(self.module, module))})"
 
     def called_from(self, caller: Key) -> "Heat":
-        return Heat(True, self.origin, self.tag, (caller,) + self.chain, self.module)
+        return Heat(True, self.origin, self.tag, (caller,) + self.chain, self.module, self.heuristic)
 
 
 def chain_text(names: Iterable[str]) -> str:
@@ -73,6 +74,13 @@ def site_reason_for(site: Site, owner: Optional[Heat], module: str = "") -> Opti
     return owner.reason_in(module) if owner is not None else None
 
 
+def site_heuristic(site: Site, owner: Optional[Heat]) -> Optional[str]:
+    """The id of the heuristic that makes a hot `site` hot: the loop around it, else its function's root."""
+    if site.loop is not None:
+        return "hot-in-loop"
+    return owner.heuristic if owner is not None and owner.hot else None
+
+
 def site_cold_reason(site: Site) -> Optional[str]:
     """Why the site itself is one-time, whatever its function's heat; None when nothing at the site says so."""
     if site.marked_cold:
@@ -82,3 +90,12 @@ def site_cold_reason(site: Site) -> Optional[str]:
     if site.one_time:
         return "it is inside a one-time cached build (`if self._x is None:` / `if not hasattr(self, ...)`)"
     return None
+
+
+def site_cold_heuristic(site: Site) -> Optional[str]:
+    """The id of the heuristic behind `site_cold_reason`; None for capture, a fact of the code."""
+    if site.marked_cold:
+        return "cold-marker"
+    if site.in_graph_capture:
+        return None
+    return site.one_time if isinstance(site.one_time, str) else None  # the guard's id

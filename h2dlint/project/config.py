@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import pathspec
 
-from h2dlint.facts.settings import Settings, UsageError, selected_codes
+from h2dlint.facts.heuristics import unknown_ids
+from h2dlint.facts.settings import Settings, UsageError, selected_codes, unknown_heuristic_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,6 +48,7 @@ class Overrides:
     extend_hot_functions: Tuple[str, ...] = ()
     extend_cold_functions: Tuple[str, ...] = ()
     exclude: Tuple[str, ...] = ()
+    disable_heuristics: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class ProjectConfig:
     helper_module: str = Settings.helper_module
     accelerator_tensors: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    disable_heuristics: Tuple[str, ...] = ()
 
     def ignored_codes_for(self, path: str) -> Tuple[str, ...]:
         """The `per-file-ignores` selectors whose pattern matches `path`."""
@@ -168,6 +171,7 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
         extend_cold_functions=(config.extend_cold_functions if config else ()) + overrides.extend_cold_functions,
         helper_module=config.helper_module if config else Settings.helper_module,
         accelerator_tensors=config.accelerator_tensors if config else (),
+        disable_heuristics=(config.disable_heuristics if config else ()) + overrides.disable_heuristics,
     )
 
 
@@ -226,6 +230,14 @@ def _selectors(value: Any) -> Tuple[str, ...]:
     return selectors
 
 
+def _heuristic_ids(value: Any) -> Tuple[str, ...]:
+    ids = _string_list(value)
+    unknown = unknown_ids(ids)
+    if unknown:
+        raise ValueError(unknown_heuristic_text(unknown[0]))
+    return ids
+
+
 def _module_name(value: Any) -> str:
     if not isinstance(value, str) or not all(part.isidentifier() for part in value.split(".")):
         raise ValueError(f"expected a dotted module name such as \"mypkg.h2d\", got {_toml_repr(value)}")
@@ -253,6 +265,7 @@ _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "helper-module": ("helper_module", _module_name),
     "accelerator-tensors": ("accelerator_tensors", _string_list),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "disable-heuristics": ("disable_heuristics", _heuristic_ids),
 }
 
 

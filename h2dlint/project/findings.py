@@ -19,7 +19,7 @@ from h2dlint.checker.analyzer import (
     summarize_text,
 )
 from h2dlint.checker.call_graph import ModuleGraph
-from h2dlint.facts.heat import Heat, site_reason_for
+from h2dlint.facts.heat import Heat, site_heuristic, site_reason_for
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
 from h2dlint.facts.summary import Fix, Site, Span
@@ -34,6 +34,7 @@ class Diagnostic:
     message: str
     span: Span
     fix: Optional[Fix] = None  # None when the rule has no fix, or the site cannot be fixed safely
+    heuristic: Optional[str] = None  # the id of the heuristic that made the site hot (`report_heuristic`)
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,11 @@ def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> L
     """The reported findings of one summarised file, given the heat of its functions (by qualname)."""
     found = []
     for site, suppressed in zip(file.summary.sites, file.suppressed):
-        reason = report_reason(site, heat.get(site.function), module)
+        owner = heat.get(site.function)
+        reason = report_reason(site, owner, module)
         if reason is not None and not suppressed:
-            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix))
+            heuristic = report_heuristic(site, owner)
+            found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix, heuristic))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
 
 
@@ -59,6 +62,12 @@ def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Option
     if RULES_BY_CODE[site.code].reports_capture:
         return site.capture
     return site_reason_for(site, owner, module)
+
+
+def report_heuristic(site: Site, owner: Optional[Heat]) -> Optional[str]:
+    """The id of the heuristic that made a reported `site` hot; None for a rule that reports capture, which
+    is a fact of the code (a `with torch.cuda.graph(...)` block), not a heuristic."""
+    return None if RULES_BY_CODE[site.code].reports_capture else site_heuristic(site, owner)
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:

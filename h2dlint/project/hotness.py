@@ -88,7 +88,7 @@ def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: Abst
 def with_moved_loops(heat: Heat, moved: Dict[str, MovedLoops]) -> Heat:
     """`heat` after edits that moved loop roots, by module (see `moved_loops`)."""
     root = moved.get(heat.module, {}).get(heat.tag)
-    return heat if root is None else Heat(heat.hot, root.origin, root.tag, heat.chain, heat.module)
+    return heat if root is None else Heat(heat.hot, root.origin, root.tag, heat.chain, heat.module, heat.heuristic)
 
 
 def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef]:
@@ -132,21 +132,29 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     qualname = function.qualname
     cls = summary.classes.get(function.class_qualname or "")
-    if function.marker == "cold":
-        return Heat(False, f"`{HERE}{qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
-    if cls is not None and cls.marker == "cold":
-        return Heat(False, f"class `{HERE}{cls.qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
-    if settings.is_cold_name(function.name, _class_name(function)):
-        return Heat(False, f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module=module)
-    if function.cache_decorator is not None:
-        return Heat(False, f"`{HERE}{qualname}` is cached by `@{function.cache_decorator}`", "cached", module=module)
-    if function.compiled_by is not None:
+    if settings.enabled("cold-marker"):
+        if function.marker == "cold":
+            return _cold(f"`{HERE}{qualname}` is marked `# h2dlint: cold`", "marked cold", module, "cold-marker")
+        if cls is not None and cls.marker == "cold":
+            origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: cold`"
+            return _cold(origin, "marked cold", module, "cold-marker")
+    by_name = settings.cold_name_heuristic(function.name, _class_name(function))
+    if by_name is not None:
+        return _cold(f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module, by_name)
+    if function.cache_decorator is not None and settings.enabled("cold-decorator-cache"):
+        origin = f"`{HERE}{qualname}` is cached by `@{function.cache_decorator}`"
+        return _cold(origin, "cached", module, "cold-decorator-cache")
+    if function.compiled_by is not None and settings.enabled("cold-decorator-compile"):
         origin = f"`{HERE}{qualname}` is compiled by `@{function.compiled_by}`, which builds its tensors in the graph"
-        return Heat(False, origin, "compiled", module=module)
+        return _cold(origin, "compiled", module, "cold-decorator-compile")
     parent = summary.functions.get(function.parent or "")
-    if parent is not None:
+    if parent is not None and settings.enabled("cold-nested-in-cold"):
         return _cold_heat(parent, summary, module, settings)
     return None
+
+
+def _cold(origin: str, tag: str, module: str, heuristic: str) -> Heat:
+    return Heat(False, origin, tag, module=module, heuristic=heuristic)
 
 
 def _spread_cold_to_callees(graph: CallGraph, heat: Dict[Key, Heat], settings: Settings) -> None:
@@ -155,6 +163,8 @@ def _spread_cold_to_callees(graph: CallGraph, heat: Dict[Key, Heat], settings: S
     points with a per-step name (`forward`, `replay`): the engine's loop or `nn.Module.__call__` calls them
     where no call is in sight, and warmup or capture calling them too says nothing. A private one
     (`_build_plan`) is called only where its callers can be seen."""
+    if not settings.enabled("cold-only-called-once"):
+        return
     callers = graph.callers()
     callees_of: Dict[Key, List[Key]] = {}
     for callee, calls in callers.items():
@@ -188,7 +198,7 @@ def _cold_by_callers(key: Key, calls: List[Tuple[Key, bool]], heat: Dict[Key, He
         why = f"from `{name}`, which is cold"
     more = f" (and {len(calls) - 1} more such calls)" if len(calls) > 1 else ""
     origin = f"`{HERE}{qualname}` is only called from one-time code: {why}{more}"
-    return Heat(False, origin, "only called from one-time code", module=module)
+    return _cold(origin, "only called from one-time code", module, "cold-only-called-once")
 
 
 def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
@@ -198,10 +208,11 @@ def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
     if summary is None or function is None:
         return False
     cls = summary.classes.get(function.class_qualname or "")
-    if function.marker == "hot" or (cls is not None and cls.marker == "hot"):
+    if settings.enabled("hot-marker") and (function.marker == "hot" or (cls is not None and cls.marker == "hot")):
         return True
     is_public = not function.name.startswith("_") or function.name.startswith("__")
-    return is_public and settings.is_hot_name(function.name, _class_name(function))
+    keeps = is_public and settings.enabled("hot-public-entry-point")
+    return keeps and settings.is_hot_name(function.name, _class_name(function))
 
 
 def _class_name(function: FunctionInfo) -> Optional[str]:
@@ -212,18 +223,11 @@ def _class_name(function: FunctionInfo) -> Optional[str]:
 def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> Iterator[Tuple[Key, Heat]]:
     for module, summary in graph.modules():
         for qualname, function in summary.functions.items():
-            key = (module, qualname)
-            cls = summary.classes.get(function.class_qualname or "")
-            if function.marker == "hot":
-                yield key, Heat(True, f"`{HERE}{qualname}` is marked `# h2dlint: hot`", "marked hot", module=module)
-            elif cls is not None and cls.marker == "hot":
-                origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: hot`"
-                yield key, Heat(True, origin, "marked hot", module=module)
-            elif settings.is_hot_name(function.name, _class_name(function)):
-                yield key, Heat(True, f"`{HERE}{qualname}` runs per step", "per step", module=module)
-            elif function.custom_op is not None:
-                origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
-                yield key, Heat(True, origin, "a custom op", module=module)
+            root = _hot_root(function, summary, module, settings)
+            if root is not None:
+                yield (module, qualname), root
+    if not settings.enabled("hot-called-in-loop"):
+        return
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold:
             continue
@@ -232,10 +236,33 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> I
             yield callee, root
 
 
+def _hot_root(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
+    """The heat a function has of itself: a marker, a per-step name, a custom-op registration."""
+    qualname = function.qualname
+    cls = summary.classes.get(function.class_qualname or "")
+    if settings.enabled("hot-marker"):
+        if function.marker == "hot":
+            return _hot(f"`{HERE}{qualname}` is marked `# h2dlint: hot`", "marked hot", module, "hot-marker")
+        if cls is not None and cls.marker == "hot":
+            origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: hot`"
+            return _hot(origin, "marked hot", module, "hot-marker")
+    by_name = settings.hot_name_heuristic(function.name, _class_name(function))
+    if by_name is not None:
+        return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, by_name)
+    if function.custom_op is not None and settings.enabled("hot-custom-op"):
+        origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
+        return _hot(origin, "a custom op", module, "hot-custom-op")
+    return None
+
+
+def _hot(origin: str, tag: str, module: str, heuristic: str) -> Heat:
+    return Heat(True, origin, tag, module=module, heuristic=heuristic)
+
+
 def _loop_root(module: str, call: CallRef) -> Heat:
     """The heat a call in a loop gives the functions it reaches."""
     where = "module level" if call.caller == MODULE else f"`{HERE}{call.caller}`"
     loop = f"in a loop at line {call.loop_line} of {where}"
-    return Heat(True, f"called {loop}", loop, module=module)
+    return _hot(f"called {loop}", loop, module, "hot-called-in-loop")
 
 
