@@ -116,6 +116,113 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         False,
     ),
     (
+        "hot-in-loop",
+        "import torch\n\ndef run(xs, dev):\n    for x in xs:\n        torch.tensor([x], device=dev)\n",
+        True,
+    ),
+    (
+        "one-time-fixed-iteration",
+        "import torch\n\ndef run(dev):\n    for n in (1, 2, 4):\n        torch.tensor([n], device=dev)\n",
+        False,
+    ),
+    ("cold-marker", HOT.replace("device=dev)", "device=dev)  # h2dlint: cold"), False),
+    (
+        "one-time-guard-none",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                if self._t is None:
+                    self._t = torch.tensor([1], device=dev)
+                return self._t
+        """,
+        False,
+    ),
+    (
+        "one-time-guard-hasattr",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                if not hasattr(self, "_t"):
+                    self._t = torch.tensor([1], device=dev)
+                return self._t
+        """,
+        False,
+    ),
+    (
+        "one-time-guard-memo",
+        """
+        import torch
+
+        class Table:
+            def forward(self, key, dev):
+                if key not in self._cache:
+                    self._cache[key] = torch.tensor([key], device=dev)
+                return self._cache[key]
+        """,
+        False,
+    ),
+    (
+        "one-time-guard-grows-on-demand",
+        """
+        import torch
+
+        class Table:
+            def forward(self, n, dev):
+                if n > self.max_n:
+                    self.max_n = n
+                    self._ids = torch.tensor(list(range(n)), device=dev)
+                return self._ids
+        """,
+        False,
+    ),
+    (
+        "one-time-guard-once-flag",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                if not self.done:
+                    self._t = torch.tensor([1], device=dev)
+                    self.done = True
+        """,
+        False,
+    ),
+    (
+        "one-time-lazy-build",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                if self._t is not None:
+                    return self._t
+                self._t = torch.tensor([1], device=dev)
+                return self._t
+        """,
+        False,
+    ),
+    (
+        "one-time-memo-lookup",
+        """
+        import torch
+
+        _TABLES = {}
+
+        def forward(key, dev):
+            if (table := _TABLES.get(key)) is not None:
+                return table
+            table = torch.tensor([key], device=dev)
+            _TABLES[key] = table
+            return table
+        """,
+        False,
+    ),
+    (
         "cold-nested-in-cold",
         """
         import torch
@@ -129,6 +236,7 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
     ),
 )
 
+CASE_IDS = [case[0] + ("-site" if "device=dev)  # h2dlint" in case[1] else "") for case in CASES]
 CONFIGURED = "import torch\n\ndef run_batch(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
 
 
@@ -136,7 +244,7 @@ def count(source: str, **settings: object) -> int:
     return len(check_source(textwrap.dedent(source), Settings(**settings)))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("heuristic, source, reported", CASES, ids=[case[0] for case in CASES])
+@pytest.mark.parametrize("heuristic, source, reported", CASES, ids=CASE_IDS)
 def test_switching_a_heuristic_off_flips_the_verdict_it_decides(heuristic, source, reported):
     assert count(source) == int(reported)
     assert count(source, disable_heuristics=(heuristic,)) == int(not reported)
@@ -212,6 +320,21 @@ def test_explain_names_the_heuristic(tmp_path, run_cli):
     code, out, _ = run_cli("explain", f"{path}:4", str(tmp_path))
     assert code == 0
     assert out.count("[heuristic: hot-name-forward]") == 2  # the function's verdict and the site's
+
+
+def test_explain_names_the_guard_that_makes_a_site_one_time(tmp_path, run_cli):
+    source = dict((case[0], case[1]) for case in CASES)["one-time-guard-hasattr"]
+    path = write(tmp_path, "table.py", source)
+    code, out, _ = run_cli("explain", f"{path}:7", str(tmp_path))
+    assert code == 0 and "is not reported: it is inside a one-time cached build" in out
+    assert out.rstrip().endswith("[heuristic: one-time-guard-hasattr]")
+
+
+def test_every_heuristic_is_exercised_by_a_case():
+    structural = {"hot-name-configured", "cold-name-configured"}  # exercised with settings of their own
+    names = {h.id for h in HEURISTICS if h.patterns}
+    uncovered = {h.id for h in HEURISTICS} - {case[0] for case in CASES} - structural - names
+    assert not uncovered
 
 
 def test_the_flag_switches_a_heuristic_off_and_extends_the_configuration(tmp_path, run_cli):

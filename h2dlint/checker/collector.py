@@ -22,7 +22,8 @@ from h2dlint.facts.registrations import (
     registered_function,
     registered_op_function,
 )
-from h2dlint.facts.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site, Span
 from h2dlint.facts.syntax import child_nodes, is_self, last_name
 from h2dlint.rules import Match, Rule
 from h2dlint.rules.rewrites import Rewrite
@@ -31,20 +32,25 @@ FixPlanner = Callable[[Rewrite], Fix]
 
 
 def summarize(
-    module: ast.Module, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner] = None
+    module: ast.Module,
+    lines: Sequence[str],
+    rules: Sequence[Rule],
+    plan_fix: Optional[FixPlanner] = None,
+    settings: Settings = Settings(),
 ) -> ModuleSummary:
     """`lines` are the source's lines as Python numbers them (see `positions.source_lines`).
 
-    `plan_fix` turns a rule's `Rewrite` into text edits; without it, sites carry no fixes.
+    `plan_fix` turns a rule's `Rewrite` into text edits; without it, sites carry no fixes. `settings` says
+    which heuristics of the walk are switched off (loops, one-time guards, site markers).
     """
-    collector = _Collector(lines, rules, plan_fix)
+    collector = _Collector(lines, rules, plan_fix, settings)
     collector.run(module)
     return collector.summary
 
 
 class _Collector(Walk):
-    def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner]):
-        super().__init__(lines, resolve_names=bool(rules))
+    def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner], settings: Settings):
+        super().__init__(lines, resolve_names=bool(rules), settings=settings)
         self.summary = ModuleSummary()
         self._plan_fix = plan_fix
         self._rules = rules
@@ -154,15 +160,18 @@ class _Collector(Walk):
                 remedy=found.remedy,
                 span=span,
                 function=self._owner(),
-                loop=loops[-1] if loops else None,
-                marked_cold=find_marker(self._lines, span.row, span.end_row) == "cold",
+                loop=loops[-1] if loops and self._enabled("hot-in-loop") else None,
+                marked_cold=self._marked_cold(span),
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
-                one_time=self._one_time > 0,
+                one_time=self._one_time[-1] if self._one_time else None,
                 fix=fix,
                 unfixable=unfixable,
             )
         )
+
+    def _marked_cold(self, span: Span) -> bool:
+        return find_marker(self._lines, span.row, span.end_row) == "cold" and self._enabled("cold-marker")
 
     def _fix(self, found: Match) -> Tuple[Optional[Fix], Optional[str]]:
         if found.rewrite is None or self._plan_fix is None or any(self._captures):
@@ -197,7 +206,7 @@ class _Collector(Walk):
             owner=owner,
             line=node.lineno,
             loop_line=loops[-1][1] if loops else None,
-            one_time=self._one_time > 0,
+            one_time=self._one_time[-1] if self._one_time else None,
             capture_line=self._captures[0] if self._captures else None,
             receiver=receiver(node.func, frame.types) if kind in ("attr", "method") else None,
         )

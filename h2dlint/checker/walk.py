@@ -12,17 +12,12 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from h2dlint.facts.constructs import accelerator_attributes
-from h2dlint.facts.guards import (
-    is_cached_build_guard,
-    is_lazy_build_return,
-    is_once_flag_guard,
-    once_flags,
-    tested_value,
-)
+from h2dlint.facts.guards import cached_build_guard, is_once_flag_guard, lazy_build_return, once_flags, tested_value
 from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
+from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import MODULE
 from h2dlint.facts.syntax import child_nodes
 
@@ -49,13 +44,14 @@ class Walk:
 
     HANDLERS: ClassVar[Dict[type, Handler]] = {}
 
-    def __init__(self, lines: Sequence[str], resolve_names: bool):
+    def __init__(self, lines: Sequence[str], resolve_names: bool, settings: Settings):
         self._lines = lines
+        self._enabled = settings.enabled  # heuristics switched off leave their regions unmarked
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
         self._frames: List[_Frame] = []
         self._captures: List[int] = []  # the lines of the enclosing `with torch.cuda.graph(...)` blocks
-        self._one_time = 0  # how many cached-build guards (`if self._x is None:`) enclose the current node
+        self._one_time: List[str] = []  # the ids of the one-time guards around the current node, innermost last
         self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
         self._handlers = type(self).HANDLERS
 
@@ -130,10 +126,9 @@ class Walk:
         """A function's statements; those after an early return of a lazy build are one-time."""
         for index, statement in enumerate(body):
             self._visit(statement)
-            if is_lazy_build_return(statement, body[index + 1 :], self._names.value_at):
-                self._one_time += 1
-                self._visit_all(body[index + 1 :])
-                self._one_time -= 1
+            guard = self._switched_on(lazy_build_return(statement, body[index + 1 :], self._names.value_at))
+            if guard is not None:
+                self._visit_one_time(body[index + 1 :], guard)
                 return
 
     def _visit_arguments(self, args: ast.arguments) -> None:
@@ -173,7 +168,7 @@ class Walk:
     def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
         self._visit(node.target)
         self._visit(node.iter)
-        if is_fixed_iteration(node.iter, self._names):
+        if self._is_fixed_iteration(node.iter):
             self._visit_all(node.body)
         else:
             self._visit_in_region(node.body, ("loop", node.lineno))
@@ -190,13 +185,16 @@ class Walk:
         region = ("comprehension", line)
         first, *inner = node.generators
         elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-        if not inner and is_fixed_iteration(first.iter, self._names):
+        if not inner and self._is_fixed_iteration(first.iter):
             self._visit_all([*elements, first.target, first.iter, *first.ifs])
             return
         self._visit_in_region(elements, region)
         self._visit(first.target)
         self._visit(first.iter)
         self._visit_in_region([*first.ifs, *inner], region)
+
+    def _is_fixed_iteration(self, iterable: ast.expr) -> bool:
+        return is_fixed_iteration(iterable, self._names) and self._enabled("one-time-fixed-iteration")
 
     # --- CUDA-graph capture blocks -------------------------------------------------------------------------
 
@@ -214,11 +212,24 @@ class Walk:
     def _visit_if(self, node: ast.If) -> None:
         self._visit(node.test)
         guarded = tested_value(node.test, self._names)
-        guard = is_cached_build_guard(node.test, node.body, guarded) or is_once_flag_guard(node.test, self._once_flags)
-        self._one_time += guard
-        self._visit_all(node.body)
-        self._one_time -= guard
+        guard = cached_build_guard(node.test, node.body, guarded)
+        if guard is None and is_once_flag_guard(node.test, self._once_flags):
+            guard = "one-time-guard-once-flag"
+        guard = self._switched_on(guard)
+        if guard is None:
+            self._visit_all(node.body)
+        else:
+            self._visit_one_time(node.body, guard)
         self._visit_all(node.orelse)
+
+    def _visit_one_time(self, nodes: Sequence[ast.AST], guard: str) -> None:
+        """Visit `nodes` as code that runs once, by the one-time heuristic `guard`."""
+        self._one_time.append(guard)
+        self._visit_all(nodes)
+        self._one_time.pop()
+
+    def _switched_on(self, guard: Optional[str]) -> Optional[str]:
+        return guard if guard is not None and self._enabled(guard) else None
 
     # --- expressions whose fields are not in source order ----------------------------------------------------
 

@@ -98,4 +98,4 @@ def site_cold_heuristic(site: Site) -> Optional[str]:
         return "cold-marker"
     if site.in_graph_capture:
         return None
-    return site.one_time if isinstance(site.one_time, str) else None  # the guard's id
+    return site.one_time
