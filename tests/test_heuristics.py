@@ -10,7 +10,7 @@ from typing import Dict, Tuple
 import pytest
 from conftest import HOT, ROOT, write
 
-from h2dlint.facts.heuristics import BY_ID, HEURISTICS, Effect
+from h2dlint.facts.heuristics import BY_ID, HEURISTICS, HOT_NAMES, Effect, Group, Heuristic
 from h2dlint.facts.settings import Settings, UsageError
 from h2dlint.project.findings import check_source
 
@@ -274,6 +274,14 @@ def test_the_first_heuristic_whose_names_match_is_named():
     off = Settings(disable_heuristics=("hot-name-forward",))
     assert off.hot_name_heuristic("forward_decode") == "hot-name-decode"
     assert not off.is_hot_name("forward") and Settings().is_hot_name("forward")
+
+
+def test_a_preset_may_replace_a_name_table_and_its_ids_become_known():
+    mine = Heuristic("hot-name-mine", Effect.HOT, Group.NAME, "our serving loop", ("serve_*",))
+    settings = Settings(hot_names=HOT_NAMES + (mine,))
+    assert settings.hot_name_heuristic("serve_batch") == "hot-name-mine"
+    assert not Settings(hot_names=(mine,), disable_heuristics=("hot-name-mine",)).is_hot_name("serve_batch")
+    assert not Settings(hot_names=(mine,)).is_hot_name("forward")
 
 
 def test_unknown_heuristic_is_a_usage_error():

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
-from h2dlint.facts.heuristics import COLD_NAMES, HOT_NAMES, name_patterns, unknown_ids
+from h2dlint.facts.heuristics import COLD_NAMES, HOT_NAMES, Heuristic, name_patterns, unknown_ids
 
 # The name lists, as the registry groups them (see `h2dlint.facts.heuristics`); patterns are fnmatch globs.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_patterns(HOT_NAMES, ()))
@@ -38,19 +38,23 @@ class Settings:
     accelerator_tensors: Tuple[str, ...] = ()
     # Ids of heuristics switched off (`h2dlint.facts.heuristics`); an unknown id is a usage error.
     disable_heuristics: Tuple[str, ...] = ()
+    # The name heuristics, in matching order; a preset may replace or extend them (new ids become known ids).
+    hot_names: Tuple[Heuristic, ...] = HOT_NAMES
+    cold_names: Tuple[Heuristic, ...] = COLD_NAMES
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)
     hot_table: NameTable = field(init=False, repr=False)
     cold_table: NameTable = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        unknown = unknown_ids(self.disable_heuristics)
+        own = {h.id for h in (*self.hot_names, *self.cold_names)}
+        unknown = [i for i in unknown_ids(self.disable_heuristics) if i not in own]
         if unknown:
             raise UsageError(unknown_heuristic_text(unknown[0]))
-        hot = name_patterns(HOT_NAMES, self.disable_heuristics) + self._configured(
+        hot = name_patterns(self.hot_names, self.disable_heuristics) + self._configured(
             "hot-name-configured", self.extend_hot_functions
         )
-        cold = name_patterns(COLD_NAMES, self.disable_heuristics) + self._configured(
+        cold = name_patterns(self.cold_names, self.disable_heuristics) + self._configured(
             "cold-name-configured", self.extend_cold_functions
         )
         object.__setattr__(self, "hot_table", hot)

@@ -21,6 +21,10 @@ such a block calls, transitively: `mark_captured`) is capture, and HTD106 report
 `if self._x is None:` or `if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls
 made there spread no heat.
 
+Each rule above is a heuristic with an id, a rationale and its census evidence in `h2dlint.facts.heuristics`
+(guards, loops and site markers are applied by the walk, `h2dlint.checker.walk`): `Heat.heuristic` names the
+root's, findings and `explain` carry it, and `disable-heuristics` switches any of them off.
+
 The propagation works on any `CallGraph`: `ModuleGraph` reasons about one module alone (what a single file
 shows); `h2dlint.project.index.ProjectGraph` reasons across the files of a project.
 """
@@ -131,13 +135,9 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
 
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     qualname = function.qualname
-    cls = summary.classes.get(function.class_qualname or "")
-    if settings.enabled("cold-marker"):
-        if function.marker == "cold":
-            return _cold(f"`{HERE}{qualname}` is marked `# h2dlint: cold`", "marked cold", module, "cold-marker")
-        if cls is not None and cls.marker == "cold":
-            origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: cold`"
-            return _cold(origin, "marked cold", module, "cold-marker")
+    marked = _marked(function, summary, module, "cold") if settings.enabled("cold-marker") else None
+    if marked is not None:
+        return marked
     by_name = settings.cold_name_heuristic(function.name, _class_name(function))
     if by_name is not None:
         return _cold(f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module, by_name)
@@ -151,6 +151,18 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
     if parent is not None and settings.enabled("cold-nested-in-cold"):
         return _cold_heat(parent, summary, module, settings)
     return None
+
+
+def _marked(function: FunctionInfo, summary: ModuleSummary, module: str, marker: str) -> Optional[Heat]:
+    """The heat that `# h2dlint: hot|cold` (`marker`) on the function, or else on its class, gives it."""
+    cls = summary.classes.get(function.class_qualname or "")
+    if function.marker == marker:
+        origin = f"`{HERE}{function.qualname}` is marked `# h2dlint: {marker}`"
+    elif cls is not None and cls.marker == marker:
+        origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: {marker}`"
+    else:
+        return None
+    return Heat(marker == "hot", origin, f"marked {marker}", module=module, heuristic=f"{marker}-marker")
 
 
 def _cold(origin: str, tag: str, module: str, heuristic: str) -> Heat:
@@ -239,13 +251,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> I
 def _hot_root(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     """The heat a function has of itself: a marker, a per-step name, a custom-op registration."""
     qualname = function.qualname
-    cls = summary.classes.get(function.class_qualname or "")
-    if settings.enabled("hot-marker"):
-        if function.marker == "hot":
-            return _hot(f"`{HERE}{qualname}` is marked `# h2dlint: hot`", "marked hot", module, "hot-marker")
-        if cls is not None and cls.marker == "hot":
-            origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: hot`"
-            return _hot(origin, "marked hot", module, "hot-marker")
+    marked = _marked(function, summary, module, "hot") if settings.enabled("hot-marker") else None
+    if marked is not None:
+        return marked
     by_name = settings.hot_name_heuristic(function.name, _class_name(function))
     if by_name is not None:
         return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, by_name)
