@@ -8,7 +8,8 @@ For each engine it checks the runtime scope (as `engine_findings.py` does) with 
 once per heuristic with that one off (`disable_heuristics`), and prints, per heuristic, the labelled sites
 (`engine path:line label`) that lose their finding (`-`) or gain one (`+`), with totals per label. A hot
 heuristic is justified by per-step / per-request sites it alone reports; a cold or one-time one by
-one-time sites it alone keeps quiet. These rows are the `evidence` of `h2dlint.facts.heuristics`.
+one-time sites it alone keeps quiet. These rows are the `evidence` of `h2dlint.facts.heuristics`; the output
+for sglang 0.5.23, vllm 0.33.0 and lmdeploy is kept in `benchmarks/heuristic_evidence.txt`.
 
 Heuristics decided in propagation reuse the summaries of the first run; those decided in the walk (guards,
 loops, site markers) summarise every file again.
