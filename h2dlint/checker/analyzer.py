@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import List, Optional, Sequence, Tuple
 
-from h2dlint.checker.capture import mark_captured
 from h2dlint.checker.collector import summarize
 from h2dlint.facts.noqa import NoqaComments
 from h2dlint.facts.positions import source_lines
@@ -72,9 +71,7 @@ def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings:
 def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
     tree = _parse(text)
     planner = partial(plan_fix, tree=tree, text=text, lines=lines, helper_module=settings.helper_module)
-    summary = summarize(tree, lines, rules, planner, settings)
-    mark_captured(summary)
-    return summary
+    return summarize(tree, lines, rules, planner, settings)
 
 
 def failure_reason(error: Exception) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from h2dlint.facts.heat import Key
-from h2dlint.facts.summary import MODULE, CallRef, ModuleSummary
+from h2dlint.facts.summary import MODULE, CallKind, CallRef, ModuleSummary
 
 
 class CallGraph:
@@ -87,16 +87,16 @@ class ModuleGraph(CallGraph):
         return [(self._module, q) for q in self._resolve(call)]
 
     def _resolve(self, call: CallRef) -> List[str]:
-        if call.kind == "name":
+        if call.kind is CallKind.NAME:
             return self._resolve_plain(call.caller, call.name)
-        if call.kind == "attr":
+        if call.kind is CallKind.ATTR:
             return self.method(call.owner, call.name) if call.owner in self._top_classes else []
-        if call.kind not in ("self", "super"):
+        if call.kind is not CallKind.SELF and call.kind is not CallKind.SUPER:
             return []
         cls = self.enclosing_class(call.caller)
         if cls is None:
             return []
-        if call.kind == "super":
+        if call.kind is CallKind.SUPER:
             return [m for base in self._bases(cls) for m in self.method(base, call.name)][:1]
         return self.method(cls, call.name)
 

@@ -8,10 +8,11 @@ receiver types (`receivers`), registrations (`registrations`) and marker comment
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
+from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
-from h2dlint.facts.constructs import stream_work_in
 from h2dlint.facts.markers import find_marker, header_end
 from h2dlint.facts.positions import span_of
 from h2dlint.facts.receivers import call_result, call_target, receiver, written_type
@@ -23,9 +24,21 @@ from h2dlint.facts.registrations import (
     registered_op_function,
 )
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.summary import MODULE, CallRef, ClassInfo, Fix, FunctionInfo, ModuleSummary, Site, Span
+from h2dlint.facts.summary import (
+    MODULE,
+    CallKind,
+    CallRef,
+    ClassInfo,
+    Fix,
+    FunctionInfo,
+    Marker,
+    ModuleSummary,
+    Site,
+    Span,
+)
 from h2dlint.facts.syntax import child_nodes, is_self, last_name
 from h2dlint.rules import Match, Rule
+from h2dlint.rules.context import FrameKind, NodeKind
 from h2dlint.rules.rewrites import Rewrite
 
 FixPlanner = Callable[[Rewrite], Fix]
@@ -45,20 +58,25 @@ def summarize(
     """
     collector = _Collector(lines, rules, plan_fix, settings)
     collector.run(module)
-    return collector.summary
+    return with_capture_marks(collector.summary)
 
 
 class _Collector(Walk):
     def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner], settings: Settings):
-        super().__init__(lines, resolve_names=bool(rules), settings=settings)
+        self._checks = {
+            kind: [(rule, getattr(rule, f"check_{kind.value}")) for rule in rules if kind in rule.looks_at]
+            for kind in NodeKind
+        }
+        self._call_checks = self._checks[NodeKind.CALL]
+        kinds = frozenset(kind for kind, checks in self._checks.items() if checks)
+        super().__init__(lines, kinds, bool(rules), settings)
         self.summary = ModuleSummary()
         self._plan_fix = plan_fix
-        self._rules = rules
         self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
 
     def run(self, module: ast.Module) -> None:
         self._walk_module(module)
-        self._mark_custom_ops()
+        self._add_registered_custom_ops()
 
     # --- scopes -------------------------------------------------------------------------------------------
 
@@ -73,7 +91,7 @@ class _Collector(Walk):
             qualname=qualname,
             name=node.name,
             line=node.lineno,
-            class_qualname=enclosing.qualname if enclosing.kind == "class" else None,
+            class_qualname=enclosing.qualname if enclosing.kind is FrameKind.CLASS else None,
             parent=owner if owner != MODULE else None,
             marker=find_marker(self._lines, node.lineno, header_end(node, self._lines)),
             cache_decorator=cache_decorator(node.decorator_list),
@@ -112,7 +130,7 @@ class _Collector(Walk):
     def _visit_annotated_assign(self, node: ast.AnnAssign) -> None:
         written = written_type(node.annotation)
         frame = self._frames[-1]
-        if frame.kind == "class" and isinstance(node.target, ast.Name) and written:
+        if frame.kind is FrameKind.CLASS and isinstance(node.target, ast.Name) and written:
             self._add_attribute_type(frame.qualname, node.target.id, written)  # a class-body / dataclass field
         else:
             self._record_attribute_type(node.target, written)
@@ -142,12 +160,18 @@ class _Collector(Walk):
     def _visit_call(self, node: ast.Call) -> None:
         self._record_call_ref(node)
         self._record_custom_op_registration(node)
-        for rule in self._rules:
-            found = rule.match(node, self._names)
+        for rule, check in self._call_checks:
+            found = check(node, self.context)
             if found is not None:
                 self._record_site(rule, found)
         self._visit(node.func)
         self._visit_all(_arguments_in_source_order(node))
+
+    def _check(self, kind: NodeKind, node: ast.AST) -> None:
+        for rule, check in self._checks[kind]:
+            found = check(node, self.context)
+            if found is not None:
+                self._record_site(rule, found)
 
     def _record_site(self, rule: Rule, found: Match) -> None:
         span = span_of(found.node, self._lines)
@@ -164,33 +188,25 @@ class _Collector(Walk):
                 marked_cold=self._marked_cold(span),
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
-                one_time=self._one_time[-1] if self._one_time else None,
+                one_time=self.context.one_time,
                 fix=fix,
                 unfixable=unfixable,
             )
         )
 
     def _marked_cold(self, span: Span) -> bool:
-        return find_marker(self._lines, span.row, span.end_row) == "cold" and self._enabled("cold-marker")
+        return find_marker(self._lines, span.row, span.end_row) is Marker.COLD and self._enabled("cold-marker")
 
     def _fix(self, found: Match) -> Tuple[Optional[Fix], Optional[str]]:
         if found.rewrite is None or self._plan_fix is None or any(self._captures):
             # A pinned copy captured into a CUDA graph would read memory the graph does not own.
             return None, found.unfixable
-        stream_work = self._stream_work()
+        stream_work = self.context.stream_work()
         if stream_work:
             return None, (
                 f"the function also {stream_work}, which may rely on the blocking copy draining the stream"
             )
         return self._plan_fix(found.rewrite), None
-
-    def _stream_work(self) -> str:
-        frame = self._frames[-1]
-        if frame.node is None:
-            return ""
-        if frame.stream_work is None:
-            frame.stream_work = stream_work_in(frame.node, self._names) or ""
-        return frame.stream_work
 
     def _record_call_ref(self, node: ast.Call) -> None:
         ref = call_target(node.func)
@@ -206,9 +222,9 @@ class _Collector(Walk):
             owner=owner,
             line=node.lineno,
             loop_line=loops[-1][1] if loops else None,
-            one_time=self._one_time[-1] if self._one_time else None,
+            one_time=self.context.one_time,
             capture_line=self._captures[0] if self._captures else None,
-            receiver=receiver(node.func, frame.types) if kind in ("attr", "method") else None,
+            receiver=receiver(node.func, frame.types) if kind in _TYPED_RECEIVER_KINDS else None,
         )
         self.summary.calls.append(call)
 
@@ -218,13 +234,17 @@ class _Collector(Walk):
             how = f"`{ast.unparse(node.func)}(...)` at line {node.lineno}"
             self._registered_ops.append((self._owner(), registered, how))
 
-    def _mark_custom_ops(self) -> None:
-        """Mark the functions registered by calls (`direct_register_custom_op(op_func=f)`) as custom ops: `f`
-        nested in the registering function, or else defined at module level."""
+    def _add_registered_custom_ops(self) -> None:
+        """Record the functions registered by calls (`direct_register_custom_op(op_func=f)`, often after `f`)
+        as custom ops: `f` nested in the registering function, or else defined at module level."""
+        functions = self.summary.functions
         for owner, name, how in self._registered_ops:
-            function = registered_function(self.summary.functions, owner, name)
+            function = registered_function(functions, owner, name)
             if function is not None and function.custom_op is None:
-                function.custom_op = how
+                functions[function.qualname] = replace(function, custom_op=how)
+
+
+_TYPED_RECEIVER_KINDS = (CallKind.ATTR, CallKind.METHOD)  # calls whose receiver's class may be known
 
 
 def _capture_reason(captures: Sequence[int]) -> Optional[str]:

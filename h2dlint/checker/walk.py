@@ -1,5 +1,7 @@
 """The single walk over a module's `ast`: frames (module, class, function) and the regions around each node
-(loops, comprehensions, CUDA-graph capture blocks, one-time guards). `collector.py` records what it meets.
+(loops, comprehensions, CUDA-graph capture blocks, one-time guards), kept in the `Context` that rules read.
+At each node of a kind some rule looks at (`rules.context.NodeKind`) it calls `_check`; `collector.py`
+records what the rules match and what the walk meets.
 
 The walk visits children in source order (where `ast`'s field order differs: decorators, call arguments,
 dict items, conditional expressions), so calls and sites are recorded in the order they are written.
@@ -8,8 +10,7 @@ dict items, conditional expressions), so calls and sites are recorded in the ord
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import AbstractSet, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
 
 from h2dlint.facts.constructs import accelerator_attributes
 from h2dlint.facts.guards import cached_build_guard, is_once_flag_guard, lazy_build_return, once_flags, tested_value
@@ -18,24 +19,14 @@ from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.summary import MODULE
+from h2dlint.facts.summary import LoopKind, LoopRegion
 from h2dlint.facts.syntax import child_nodes
+from h2dlint.rules.context import Context, Frame, FrameKind, NodeKind
 
 T = TypeVar("T")
 
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 Handler = Callable[["Walk", ast.AST], None]
-
-
-@dataclass
-class _Frame:
-    kind: str  # "module", "class" or "function"
-    qualname: str
-    loops: List[Tuple[str, int]] = field(default_factory=list)
-    node: Optional[ast.AST] = None  # the function, for frames of kind "function"
-    stream_work: Optional[str] = None  # memo of `stream_work_in(node)`; "" when there is none
-    types: Dict[str, str] = field(default_factory=dict)  # locals of known class (see `local_types`)
-    method_of: Optional[str] = None  # the class, for methods
 
 
 class Walk:
@@ -44,27 +35,37 @@ class Walk:
 
     HANDLERS: ClassVar[Dict[type, Handler]] = {}
 
-    def __init__(self, lines: Sequence[str], resolve_names: bool, settings: Settings):
+    def __init__(self, lines: Sequence[str], kinds: AbstractSet[NodeKind], resolve_names: bool, settings: Settings):
+        """`kinds`: the node kinds that the rules look at, for which the walk calls `_check`. `settings` says
+        which heuristics are switched off: their regions are left unmarked."""
         self._lines = lines
+        self._enabled = settings.enabled
         self._enabled = settings.enabled  # heuristics switched off leave their regions unmarked
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
-        self._frames: List[_Frame] = []
-        self._captures: List[int] = []  # the lines of the enclosing `with torch.cuda.graph(...)` blocks
-        self._one_time: List[str] = []  # the ids of the one-time guards around the current node, innermost last
+        self.context = Context(self._names)
+        self._frames = self.context.frames
+        self._captures = self.context.captures
         self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
-        self._handlers = type(self).HANDLERS
+        self._kinds = kinds
+        self._checks_tests = NodeKind.TEST in kinds  # asked at every `if`: a flag, not a set lookup
+        self._checks_iterables = NodeKind.FOR_ITERABLE in kinds
+        self._handlers = _handlers_for(type(self).HANDLERS, kinds)
 
     def _walk_module(self, module: ast.Module) -> None:
         self._once_flags = _once(lambda: once_flags(module))
         self._names.push(module_bindings(module, self._walrus) if self._resolve_names else Bindings())
-        self._frames.append(_Frame("module", ""))
+        self._frames.append(Frame(FrameKind.MODULE, ""))
         self._visit_all(module.body)
 
     def _record_class(self, node: ast.ClassDef, qualname: str) -> None:
         raise NotImplementedError
 
     def _record_function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], qualname: str) -> None:
+        raise NotImplementedError
+
+    def _check(self, kind: NodeKind, node: ast.AST) -> None:
+        """Let the rules that look at `kind` check `node`, in the current context."""
         raise NotImplementedError
 
     # --- the walk -----------------------------------------------------------------------------------------
@@ -84,7 +85,7 @@ class Walk:
         if node is not None:
             self._visit(node)
 
-    def _visit_in_region(self, nodes: Iterable[ast.AST], region: Tuple[str, int]) -> None:
+    def _visit_in_region(self, nodes: Iterable[ast.AST], region: LoopRegion) -> None:
         """Visit `nodes` as code that runs once per iteration of a loop or comprehension."""
         loops = self._frames[-1].loops
         loops.append(region)
@@ -99,7 +100,7 @@ class Walk:
         bindings = class_bindings(node, self._walrus) if self._resolve_names else Bindings()
         bindings.accelerator_attributes = _once(lambda: accelerator_attributes(node, self._names))
         self._names.push(bindings)
-        self._frames.append(_Frame("class", qualname, loops=list(self._frames[-1].loops)))
+        self._frames.append(Frame(FrameKind.CLASS, qualname, loops=list(self._frames[-1].loops)))
         self._visit_all(node.decorator_list)
         self._visit_all(node.bases)
         self._visit_all(node.keywords)
@@ -111,10 +112,10 @@ class Walk:
         enclosing = self._frames[-1]
         self._record_function(node, qualname)
         bindings = function_bindings(node, self._walrus)
-        method_of = enclosing.qualname if enclosing.kind == "class" else None
+        method_of = enclosing.qualname if enclosing.kind is FrameKind.CLASS else None
         self._names.push(bindings)
         types = local_types(node, bindings)
-        self._frames.append(_Frame("function", qualname, node=node, types=types, method_of=method_of))
+        self._frames.append(Frame(FrameKind.FUNCTION, qualname, node=node, types=types, method_of=method_of))
         # Decorators, defaults and annotations count as the function's own code, as they always have.
         self._visit_all(node.decorator_list)
         self._visit_arguments(node.args)
@@ -150,39 +151,42 @@ class Walk:
 
     def _child_qualname(self, name: str) -> str:
         frame = self._frames[-1]
-        if frame.kind == "module":
+        if frame.kind is FrameKind.MODULE:
             return name
-        if frame.kind == "class":
+        if frame.kind is FrameKind.CLASS:
             return f"{frame.qualname}.{name}"
         return f"{frame.qualname}.<locals>.{name}"
 
     def _owner(self) -> str:
         """The function whose body the current node runs in, or MODULE."""
-        for frame in reversed(self._frames):
-            if frame.kind == "function":
-                return frame.qualname
-        return MODULE
+        return self.context.function_name
 
     # --- loops: only the parts that run once per iteration ---------------------------------------------------
 
     def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
         self._visit(node.target)
+        if self._checks_iterables:
+            self._check(NodeKind.FOR_ITERABLE, node.iter)
         self._visit(node.iter)
         if self._is_fixed_iteration(node.iter):
             self._visit_all(node.body)
         else:
-            self._visit_in_region(node.body, ("loop", node.lineno))
+            self._visit_in_region(node.body, (LoopKind.LOOP, node.lineno))
         self._visit_all(node.orelse)
 
     def _visit_while(self, node: ast.While) -> None:
-        self._visit_in_region([node.test, *node.body], ("loop", node.lineno))
+        loops = self._frames[-1].loops
+        loops.append((LoopKind.LOOP, node.lineno))
+        self._check_test(node.test)  # the test runs once per iteration too
+        self._visit_all([node.test, *node.body])
+        loops.pop()
         self._visit_all(node.orelse)
 
     def _visit_comprehension(self, node: _Comprehension) -> None:
         """The element and the filters run per item; the outermost iterable runs once."""
         # A generator's parentheses may be a call's (`sum(x for x in y)`), so it is placed at its element.
         line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
-        region = ("comprehension", line)
+        region = (LoopKind.COMPREHENSION, line)
         first, *inner = node.generators
         elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         if not inner and self._is_fixed_iteration(first.iter):
@@ -210,6 +214,7 @@ class Walk:
     # --- one-time cached builds: `if self._x is None:` / `if not hasattr(self, "_x"):` ---------------------------
 
     def _visit_if(self, node: ast.If) -> None:
+        self._check_test(node.test)
         self._visit(node.test)
         guarded = tested_value(node.test, self._names)
         guard = cached_build_guard(node.test, node.body, guarded)
@@ -224,9 +229,9 @@ class Walk:
 
     def _visit_one_time(self, nodes: Sequence[ast.AST], guard: str) -> None:
         """Visit `nodes` as code that runs once, by the one-time heuristic `guard`."""
-        self._one_time.append(guard)
+        self.context.one_time_guards.append(guard)
         self._visit_all(nodes)
-        self._one_time.pop()
+        self.context.one_time_guards.pop()
 
     def _switched_on(self, guard: Optional[str]) -> Optional[str]:
         return guard if guard is not None and self._enabled(guard) else None
@@ -240,8 +245,25 @@ class Walk:
 
     def _visit_if_expression(self, node: ast.IfExp) -> None:
         self._visit(node.body)
+        self._check_test(node.test)
         self._visit(node.test)
         self._visit(node.orelse)
+
+    # --- nodes visited only for the rules that look at them ---------------------------------------------------
+
+    def _check_test(self, test: ast.expr) -> None:
+        if self._checks_tests:
+            self._check(NodeKind.TEST, test)
+
+    def _visit_assert(self, node: ast.Assert) -> None:
+        self._check(NodeKind.TEST, node.test)
+        self._visit_all(child_nodes(node))
+
+    def _visit_subscript(self, node: ast.Subscript) -> None:
+        kind = NodeKind.SUBSCRIPT if isinstance(node.ctx, ast.Load) else NodeKind.SUBSCRIPT_TARGET
+        if kind in self._kinds:
+            self._check(kind, node)
+        self._visit_all(child_nodes(node))
 
 
 def _once(compute: Callable[[], T]) -> Callable[[], T]:
@@ -254,6 +276,17 @@ def _once(compute: Callable[[], T]) -> Callable[[], T]:
         return results[0]
 
     return first_result
+
+
+def _handlers_for(handlers: Dict[type, Handler], kinds: AbstractSet[NodeKind]) -> Dict[type, Handler]:
+    """`handlers`, plus those of the nodes that only rules looking at them need: visiting every subscript
+    and assert through a handler would cost every file, for rules that most runs do not select."""
+    extra: Dict[type, Handler] = {}
+    if NodeKind.TEST in kinds:
+        extra[ast.Assert] = Walk._visit_assert  # type: ignore[assignment]
+    if NodeKind.SUBSCRIPT in kinds or NodeKind.SUBSCRIPT_TARGET in kinds:
+        extra[ast.Subscript] = Walk._visit_subscript  # type: ignore[assignment]
+    return {**handlers, **extra} if extra else handlers
 
 
 WALK_HANDLERS: Dict[type, Handler] = {

@@ -68,17 +68,11 @@ def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str
     site: Site = file.summary.sites[index]
     owner: Optional[Heat] = heat.get((module, site.function))
     reason = report_reason(site, owner, module)
-    if RULES_BY_CODE[site.code].reports_capture:
-        if reason is None:
-            return "is not reported: it does not run under CUDA-graph capture"
-    elif site_cold_reason(site) is not None:
-        return _named(f"is not reported: {site_cold_reason(site)}", site_cold_heuristic(site))
-    elif reason is None:
-        kind = "is not known to run per step"
-        if owner is not None:
-            kind = "is compiled, not run eagerly" if owner.heuristic == "cold-decorator-compile" else "runs once"
-        return f"is not reported: the code around it {kind} (see above)"
-    heuristic = report_heuristic(site, owner)
+    if reason is None:
+        why = RULES_BY_CODE[site.code].unreported_reason(site, owner)
+        # Named when the site itself is one-time (a guard, a marker); a rule's own reason names no heuristic.
+        return _named(f"is not reported: {why}", site_cold_heuristic(site) if why == site_cold_reason(site) else None)
+    heuristic = report_heuristic(site, owner, reason, module)
     if file.suppressed[index]:
         return _named(f"is suppressed by `# noqa`; without it: {reason}", heuristic)
     return _named(f"is reported: {reason}", heuristic)

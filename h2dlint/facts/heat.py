@@ -69,7 +69,7 @@ def site_reason_for(site: Site, owner: Optional[Heat], module: str = "") -> Opti
         return None
     if site.loop is not None:
         kind, line = site.loop
-        where = f"in a {kind} at line {line}"
+        where = f"in a {kind.value} at line {line}"
         return f"{where}; {owner.reason_in(module)}" if owner is not None else where
     return owner.reason_in(module) if owner is not None else None
 
@@ -79,6 +79,17 @@ def site_heuristic(site: Site, owner: Optional[Heat]) -> Optional[str]:
     if site.loop is not None:
         return "hot-in-loop"
     return owner.heuristic if owner is not None and owner.hot else None
+
+
+def site_unreported_reason(site: Site, owner: Optional[Heat]) -> str:
+    """Why `site` is not reported when `site_reason_for` finds it not hot, given the heat of its function."""
+    cold = site_cold_reason(site)
+    if cold is not None:
+        return cold
+    kind = "is not known to run per step"
+    if owner is not None:
+        kind = "is compiled, not run eagerly" if owner.heuristic == "cold-decorator-compile" else "runs once"
+    return f"the code around it {kind} (see above)"
 
 
 def site_cold_reason(site: Site) -> Optional[str]:

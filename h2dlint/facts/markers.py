@@ -6,18 +6,20 @@ import ast
 import re
 from typing import List, Optional, Sequence, Tuple, Union
 
+from h2dlint.facts.summary import Marker
+
 _Scope = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 
 
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
 
-def find_marker(lines: Sequence[str], first: int, last: int) -> Optional[str]:
+def find_marker(lines: Sequence[str], first: int, last: int) -> Optional[Marker]:
     """The `# h2dlint: hot|cold` marker on 1-based lines first..last, if any."""
     for line in lines[first - 1 : last]:
         found = MARKER.search(line)
         if found:
-            return found.group(1)
+            return Marker(found.group(1))
     return None
 
 

@@ -7,25 +7,26 @@ import ast
 from typing import Dict, List, Optional, Tuple, Union
 
 from h2dlint.facts.scopes import Bindings
+from h2dlint.facts.summary import CallKind
 from h2dlint.facts.syntax import dotted_name, is_none, is_self, last_name
 
 _MAX_RECEIVER_PATH = 3  # attributes followed from the root: `self.runner.backend.plan()` follows 2
 
 
-def call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
+def call_target(func: ast.expr) -> Optional[Tuple[CallKind, str, Optional[str]]]:
     """How a call may name a function of this module: (kind, name, owner class)."""
     if isinstance(func, ast.Name):
-        return ("name", func.id, None)
+        return (CallKind.NAME, func.id, None)
     if not isinstance(func, ast.Attribute):
         return None
     receiver, attr = func.value, func.attr
     if isinstance(receiver, ast.Name):
         if receiver.id in ("self", "cls"):
-            return ("self", attr, None)
-        return ("attr", attr, receiver.id)
+            return (CallKind.SELF, attr, None)
+        return (CallKind.ATTR, attr, receiver.id)
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
-        return ("super", attr, None)
-    return ("method", attr, None)
+        return (CallKind.SUPER, attr, None)
+    return (CallKind.METHOD, attr, None)
 
 
 def receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]]:

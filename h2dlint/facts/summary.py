@@ -1,14 +1,45 @@
 """What one file holds, as far as hotness is concerned: its functions, the calls they make, and its H2D sites.
 
-These are plain records, built by `collector.py` from an `ast` tree and read by `hotness.py`.
+These are plain records, built complete by `checker/collector.py` from an `ast` tree (the records are frozen;
+what is learnt after a record is made, such as a later custom-op registration or capture through calls,
+replaces it) and read by `hotness.py`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Dict, List, Optional, Tuple
 
 MODULE = "<module>"  # the owner of code outside any function
+
+
+
+class Marker(Enum):
+    """A `# h2dlint: hot` or `# h2dlint: cold` comment."""
+
+    HOT = "hot"
+    COLD = "cold"
+
+
+class LoopKind(Enum):
+    """What repeats the code of a loop region; the value is how messages name it ("in a loop at line 9")."""
+
+    LOOP = "loop"  # `for` and `while`
+    COMPREHENSION = "comprehension"  # the element and filters of a comprehension or generator
+
+
+LoopRegion = Tuple[LoopKind, int]  # a loop region and the line it starts on
+
+
+class CallKind(Enum):
+    """How a call names the function it may reach (see `CallRef`)."""
+
+    NAME = "name"  # `m()`
+    SELF = "self"  # `self.m()` / `cls.m()`
+    SUPER = "super"  # `super().m()`
+    ATTR = "attr"  # `X.m()`, X a plain name
+    METHOD = "method"  # `m` called on any other receiver: `self.batch.m()`, `f().m()`
 
 
 @dataclass(frozen=True)
@@ -37,14 +68,14 @@ class Fix:
     edits: Tuple[Edit, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class FunctionInfo:
     qualname: str  # Python's __qualname__: `ScheduleBatch.prepare_for_decode`, `f.<locals>.g`
     name: str
     line: int
     class_qualname: Optional[str]  # set for methods
     parent: Optional[str]  # the enclosing function, for nested functions
-    marker: Optional[str] = None  # "hot" or "cold", from a `# h2dlint: ...` comment
+    marker: Optional[Marker] = None  # from a `# h2dlint: hot|cold` comment on its header
     cache_decorator: Optional[str] = None  # "functools.lru_cache" and the like: the body runs once per key
     end_line: int = 0  # the last line of its body
     returns: Optional[str] = None  # the class its return annotation names, as written
@@ -56,11 +87,11 @@ class FunctionInfo:
     compiled_by: Optional[str] = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClassInfo:
     qualname: str
     bases: Tuple[str, ...]  # simple names of base classes, as written
-    marker: Optional[str] = None
+    marker: Optional[Marker] = None
 
 
 @dataclass(frozen=True)
@@ -68,11 +99,9 @@ class CallRef:
     """A call from `caller` that may reach a function of this module."""
 
     caller: str  # a function qualname, or MODULE
-    # "self" (self.m / cls.m), "super" (super().m), "name" (m), "attr" (X.m, X a plain name),
-    # "method" (m called on any other receiver: `self.batch.m()`, `f().m()`)
-    kind: str
+    kind: CallKind
     name: str
-    owner: Optional[str]  # the plain name X for "attr"
+    owner: Optional[str]  # the plain name X for CallKind.ATTR
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
@@ -85,7 +114,7 @@ class CallRef:
     receiver: Optional[Tuple[str, ...]] = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Site:
     """An H2D construct that a rule matched; whether it is reported depends on hotness."""
 
@@ -94,7 +123,7 @@ class Site:
     remedy: str  # what to use instead
     span: Span
     function: str  # enclosing function qualname, or MODULE
-    loop: Optional[Tuple[str, int]]  # ("loop" | "comprehension", line), innermost, within the function
+    loop: Optional[LoopRegion]  # the innermost loop or comprehension, within the function
     marked_cold: bool = False
     in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
     capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"

@@ -51,23 +51,20 @@ def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> L
         owner = heat.get(site.function)
         reason = report_reason(site, owner, module)
         if reason is not None and not suppressed:
-            heuristic = report_heuristic(site, owner)
+            heuristic = report_heuristic(site, owner, reason, module)
             found.append(Diagnostic(site.code, _message(site, reason), site.span, site.fix, heuristic))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
 
 
 def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
-    """Why `site` is reported, or None when it is not: hot code for most rules; CUDA-graph capture, whatever
-    the heat, for a rule that reports capture (HTD106)."""
-    if RULES_BY_CODE[site.code].reports_capture:
-        return site.capture
-    return site_reason_for(site, owner, module)
+    """Why `site` is reported, or None when it is not: its rule decides, given its function's heat."""
+    return RULES_BY_CODE[site.code].report_reason(site, owner, module)
 
 
-def report_heuristic(site: Site, owner: Optional[Heat]) -> Optional[str]:
-    """The id of the heuristic that made a reported `site` hot; None for a rule that reports capture, which
-    is a fact of the code (a `with torch.cuda.graph(...)` block), not a heuristic."""
-    return None if RULES_BY_CODE[site.code].reports_capture else site_heuristic(site, owner)
+def report_heuristic(site: Site, owner: Optional[Heat], reason: str, module: str = "") -> Optional[str]:
+    """The id of the heuristic that made a `site` reported for `reason` hot; None when its rule reports it
+    for a reason of its own (HTD106: CUDA-graph capture, a fact of the code, not a heuristic)."""
+    return site_heuristic(site, owner) if reason == site_reason_for(site, owner, module) else None
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:

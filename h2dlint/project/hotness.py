@@ -17,7 +17,7 @@ name it.
 
 A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site that
 runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function of the module
-such a block calls, transitively: `mark_captured`) is capture, and HTD106 reports it instead. One under
+such a block calls, transitively: `with_capture_marks`) is capture, and HTD106 reports it instead. One under
 `if self._x is None:` or `if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls
 made there spread no heat.
 
@@ -39,7 +39,7 @@ from typing import AbstractSet, Deque, Dict, Iterator, List, Optional, Tuple
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, Heat, Key, module_prefix
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, ModuleSummary
+from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, Marker, ModuleSummary
 
 
 def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
@@ -135,7 +135,7 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
 
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     qualname = function.qualname
-    marked = _marked(function, summary, module, "cold") if settings.enabled("cold-marker") else None
+    marked = _marked(function, summary, module, Marker.COLD) if settings.enabled("cold-marker") else None
     if marked is not None:
         return marked
     by_name = settings.cold_name_heuristic(function.name, _class_name(function))
@@ -153,16 +153,17 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
     return None
 
 
-def _marked(function: FunctionInfo, summary: ModuleSummary, module: str, marker: str) -> Optional[Heat]:
+def _marked(function: FunctionInfo, summary: ModuleSummary, module: str, marker: Marker) -> Optional[Heat]:
     """The heat that `# h2dlint: hot|cold` (`marker`) on the function, or else on its class, gives it."""
     cls = summary.classes.get(function.class_qualname or "")
-    if function.marker == marker:
-        origin = f"`{HERE}{function.qualname}` is marked `# h2dlint: {marker}`"
-    elif cls is not None and cls.marker == marker:
-        origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: {marker}`"
+    if function.marker is marker:
+        origin = f"`{HERE}{function.qualname}` is marked `# h2dlint: {marker.value}`"
+    elif cls is not None and cls.marker is marker:
+        origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: {marker.value}`"
     else:
         return None
-    return Heat(marker == "hot", origin, f"marked {marker}", module=module, heuristic=f"{marker}-marker")
+    heuristic = f"{marker.value}-marker"
+    return Heat(marker is Marker.HOT, origin, f"marked {marker.value}", module=module, heuristic=heuristic)
 
 
 def _cold(origin: str, tag: str, module: str, heuristic: str) -> Heat:
@@ -220,7 +221,8 @@ def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
     if summary is None or function is None:
         return False
     cls = summary.classes.get(function.class_qualname or "")
-    if settings.enabled("hot-marker") and (function.marker == "hot" or (cls is not None and cls.marker == "hot")):
+    marked = function.marker is Marker.HOT or (cls is not None and cls.marker is Marker.HOT)
+    if marked and settings.enabled("hot-marker"):
         return True
     is_public = not function.name.startswith("_") or function.name.startswith("__")
     keeps = is_public and settings.enabled("hot-public-entry-point")
@@ -251,7 +253,7 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> I
 def _hot_root(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     """The heat a function has of itself: a marker, a per-step name, a custom-op registration."""
     qualname = function.qualname
-    marked = _marked(function, summary, module, "hot") if settings.enabled("hot-marker") else None
+    marked = _marked(function, summary, module, Marker.HOT) if settings.enabled("hot-marker") else None
     if marked is not None:
         return marked
     by_name = settings.hot_name_heuristic(function.name, _class_name(function))

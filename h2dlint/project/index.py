@@ -28,10 +28,13 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import Key
-from h2dlint.facts.summary import CallRef, FunctionInfo, ModuleSummary
+from h2dlint.facts.summary import CallKind, CallRef, FunctionInfo, ModuleSummary
 from h2dlint.project.module_names import absolute_import, components, suffix_index
 
 BY_NAME_LIMIT = 3
+
+# Calls that resolve by where they are made (`f()` through the caller's imports, `self.m()` through its class).
+_BY_CALLER = (CallKind.NAME, CallKind.SELF, CallKind.SUPER)
 
 # Method names that builtin containers, strings, tensors and modules also have: a call `x.get()` says
 # nothing about which class `x` is, so these never link by name.
@@ -92,7 +95,7 @@ class ProjectGraph(CallGraph):
 
     def _add_call(self, module: str, call: CallRef) -> None:
         # Calls on an object resolve alike wherever they are made; `f()` and `self.m()` depend on the caller.
-        by_caller = call.kind in ("name", "self", "super") or (call.receiver is not None and call.receiver[0] == "self")
+        by_caller = call.kind in _BY_CALLER or (call.receiver is not None and call.receiver[0] == "self")
         caller = call.caller if by_caller else ""
         memo = (module, caller, call.kind, call.name, call.owner, call.receiver)
         targets = self._resolved.get(memo)
@@ -133,14 +136,14 @@ class ProjectGraph(CallGraph):
         local = self._local[module].resolve(call)
         if local:
             return local
-        if call.kind == "name":
+        if call.kind is CallKind.NAME:
             return self._imported_function(module, call.name)
         typed = self._typed_receiver_call(module, call) if call.receiver is not None else []
         if typed:
             return typed
-        if call.kind == "attr":
+        if call.kind is CallKind.ATTR:
             return self._attribute_call(module, call.owner or "", call.name)
-        if call.kind in ("self", "super"):
+        if call.kind is CallKind.SELF or call.kind is CallKind.SUPER:
             return self._inherited(module, call)
         return self._by_name(call.name, call.receiver[-1] if call.receiver and len(call.receiver) > 1 else None)
 
