@@ -28,14 +28,19 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
 from fix_invariants import (
-    fixable_left_problems, helper_shadowing_problems, idempotence_problems, import_placement_problems,
-    kept_line_problems, parse_problems,
+    fixable_left_problems,
+    helper_shadowing_problems,
+    idempotence_problems,
+    import_placement_problems,
+    kept_line_problems,
+    parse_problems,
 )
 from fuzz_programs import Program
-from h2dlint.project.findings import Diagnostic, check_source
-from h2dlint.fixing.autofix import fix_source
+
 from h2dlint.facts.noqa import add_noqa
 from h2dlint.facts.settings import Settings
+from h2dlint.fixing.autofix import fix_source
+from h2dlint.project.findings import Diagnostic, check_source
 
 KINDS = ("crash", "bad-error", "not-parsing", "not-idempotent", "fixable-left", "lines-changed", "shadowed-helper",
          "import-placement", "noqa", "flake8", "cli")

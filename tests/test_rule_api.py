@@ -12,8 +12,8 @@ from h2dlint.checker.collector import summarize
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.summary import MODULE, LoopKind
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE, Match, Rule
-from h2dlint.rules.copy_under_capture import CopyUnderCapture
 from h2dlint.rules.context import Context, NodeKind
+from h2dlint.rules.copy_under_capture import CopyUnderCapture
 
 SOURCE = textwrap.dedent(
     '''
@@ -103,18 +103,18 @@ def test_each_declared_kind_is_dispatched_once_with_its_context():
     _run(rule)
     step, cls = "Runner.step", "Runner"
     assert rule.seen == [
-        (NodeKind.FOR_ITERABLE, "batch.rows", 6, step, cls, None, None, False, "step"),
-        (NodeKind.TEST, "row.done", 7, step, cls, (LoopKind.LOOP, 6), None, False, "step"),
-        (NodeKind.SUBSCRIPT, "batch.ids[mask]", 9, step, cls, (LoopKind.LOOP, 6), None, False, "step"),
-        (NodeKind.TEST, "batch.pending", 10, step, cls, (LoopKind.LOOP, 10), None, False, "step"),
-        (NodeKind.SUBSCRIPT_TARGET, "batch.ids[0]", 11, step, cls, (LoopKind.LOOP, 10), None, False, "step"),
-        (NodeKind.TEST, "batch.ids[1]", 12, step, cls, None, None, False, "step"),
-        (NodeKind.SUBSCRIPT, "batch.ids[1]", 12, step, cls, None, None, False, "step"),
-        (NodeKind.TEST, "batch.flag", 13, step, cls, None, None, False, "step"),
-        (NodeKind.SUBSCRIPT_TARGET, "batch.ids[2]", 15, step, cls, None, 14, False, "step"),
-        (NodeKind.TEST, "self._table is None", 16, step, cls, None, None, False, "step"),
-        (NodeKind.SUBSCRIPT, "batch.ids[3]", 17, step, cls, None, None, True, "step"),
-        (NodeKind.SUBSCRIPT_TARGET, "x[0]", 22, MODULE, None, None, None, False, None),
+        (NodeKind.FOR_ITERABLE, "batch.rows", 6, step, cls, None, None, None, "step"),
+        (NodeKind.TEST, "row.done", 7, step, cls, (LoopKind.LOOP, 6), None, None, "step"),
+        (NodeKind.SUBSCRIPT, "batch.ids[mask]", 9, step, cls, (LoopKind.LOOP, 6), None, None, "step"),
+        (NodeKind.TEST, "batch.pending", 10, step, cls, (LoopKind.LOOP, 10), None, None, "step"),
+        (NodeKind.SUBSCRIPT_TARGET, "batch.ids[0]", 11, step, cls, (LoopKind.LOOP, 10), None, None, "step"),
+        (NodeKind.TEST, "batch.ids[1]", 12, step, cls, None, None, None, "step"),
+        (NodeKind.SUBSCRIPT, "batch.ids[1]", 12, step, cls, None, None, None, "step"),
+        (NodeKind.TEST, "batch.flag", 13, step, cls, None, None, None, "step"),
+        (NodeKind.SUBSCRIPT_TARGET, "batch.ids[2]", 15, step, cls, None, 14, None, "step"),
+        (NodeKind.TEST, "self._table is None", 16, step, cls, None, None, None, "step"),
+        (NodeKind.SUBSCRIPT, "batch.ids[3]", 17, step, cls, None, None, "one-time-guard-none", "step"),
+        (NodeKind.SUBSCRIPT_TARGET, "x[0]", 22, MODULE, None, None, None, None, None),
     ]
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from h2dlint.faces.rule_docs import readme_anchors
 from h2dlint.facts.settings import Settings
 from h2dlint.fixing.autofix import fix_source
 from h2dlint.project.findings import check_source
-from h2dlint.faces.rule_docs import readme_anchors
 from h2dlint.rules import ALL_RULES, Invalid
 from h2dlint.rules.docs import REFERENCES
 

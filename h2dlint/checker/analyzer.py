@@ -71,7 +71,7 @@ def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings:
 def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
     tree = _parse(text)
     planner = partial(plan_fix, tree=tree, text=text, lines=lines, helper_module=settings.helper_module)
-    return summarize(tree, lines, rules, planner)
+    return summarize(tree, lines, rules, planner, settings)
 
 
 def failure_reason(error: Exception) -> str:

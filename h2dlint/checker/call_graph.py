@@ -67,7 +67,7 @@ class ModuleGraph(CallGraph):
                     edges = self._miss_edges if call.per_miss else self._edges
                     edges.setdefault((self._module, call.caller), []).extend(targets)
                 for target in targets:
-                    self._callers.setdefault(target, []).append(((self._module, call.caller), call.one_time))
+                    self._callers.setdefault(target, []).append(((self._module, call.caller), bool(call.one_time)))
             for function in self._functions.values():
                 if function.parent is not None:
                     key = (self._module, function.parent)

@@ -24,7 +24,19 @@ from h2dlint.facts.registrations import (
     registered_function,
     registered_op_function,
 )
-from h2dlint.facts.summary import MODULE, CallKind, CallRef, ClassInfo, Fix, FunctionInfo, Marker, ModuleSummary, Site
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import (
+    MODULE,
+    CallKind,
+    CallRef,
+    ClassInfo,
+    Fix,
+    FunctionInfo,
+    Marker,
+    ModuleSummary,
+    Site,
+    Span,
+)
 from h2dlint.facts.syntax import child_nodes, is_self, last_name
 from h2dlint.rules import Match, Rule
 from h2dlint.rules.context import Frame, FrameKind, NodeKind
@@ -34,25 +46,31 @@ FixPlanner = Callable[[Rewrite], Fix]
 
 
 def summarize(
-    module: ast.Module, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner] = None
+    module: ast.Module,
+    lines: Sequence[str],
+    rules: Sequence[Rule],
+    plan_fix: Optional[FixPlanner] = None,
+    settings: Settings = Settings(),
 ) -> ModuleSummary:
     """`lines` are the source's lines as Python numbers them (see `positions.source_lines`).
 
-    `plan_fix` turns a rule's `Rewrite` into text edits; without it, sites carry no fixes.
+    `plan_fix` turns a rule's `Rewrite` into text edits; without it, sites carry no fixes. `settings` says
+    which heuristics of the walk are switched off (loops, one-time guards, site markers).
     """
-    collector = _Collector(lines, rules, plan_fix)
+    collector = _Collector(lines, rules, plan_fix, settings)
     collector.run(module)
     return with_capture_marks(collector.summary)
 
 
 class _Collector(Walk):
-    def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner]):
+    def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner], settings: Settings):
         self._checks = {
             kind: [(rule, getattr(rule, f"check_{kind.value}")) for rule in rules if kind in rule.looks_at]
             for kind in NodeKind
         }
         self._call_checks = self._checks[NodeKind.CALL]
-        super().__init__(lines, frozenset(kind for kind, checks in self._checks.items() if checks), bool(rules))
+        kinds = frozenset(kind for kind, checks in self._checks.items() if checks)
+        super().__init__(lines, kinds, bool(rules), settings)
         self.summary = ModuleSummary()
         self._plan_fix = plan_fix
         self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
@@ -176,8 +194,8 @@ class _Collector(Walk):
                 remedy=found.remedy,
                 span=span,
                 function=self._owner(),
-                loop=loops[-1] if loops else None,
-                marked_cold=find_marker(self._lines, span.row, span.end_row) is Marker.COLD,
+                loop=loops[-1] if loops and self._enabled("hot-in-loop") else None,
+                marked_cold=self._marked_cold(span),
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
                 one_time=self.context.one_time,
@@ -186,6 +204,9 @@ class _Collector(Walk):
                 unfixable=unfixable,
             )
         )
+
+    def _marked_cold(self, span: Span) -> bool:
+        return find_marker(self._lines, span.row, span.end_row) is Marker.COLD and self._enabled("cold-marker")
 
     def _fix(self, found: Match) -> Tuple[Optional[Fix], Optional[str]]:
         if found.rewrite is None or self._plan_fix is None or any(self._captures):

@@ -13,18 +13,13 @@ import ast
 from typing import AbstractSet, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
 
 from h2dlint.facts.constructs import accelerator_attributes
-from h2dlint.facts.guards import (
-    is_cached_build_guard,
-    is_lazy_build_return,
-    is_once_flag_guard,
-    once_flags,
-    tested_value,
-)
+from h2dlint.facts.guards import cached_build_guard, is_once_flag_guard, lazy_build_return, once_flags, tested_value
 from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
+from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import LoopKind, LoopRegion
 from h2dlint.facts.syntax import child_nodes
 from h2dlint.rules.context import Context, Frame, FrameKind, NodeKind
@@ -41,9 +36,12 @@ class Walk:
 
     HANDLERS: ClassVar[Dict[type, Handler]] = {}
 
-    def __init__(self, lines: Sequence[str], kinds: AbstractSet[NodeKind], resolve_names: bool):
-        """`kinds`: the node kinds that the rules look at, for which the walk calls `_check`."""
+    def __init__(self, lines: Sequence[str], kinds: AbstractSet[NodeKind], resolve_names: bool, settings: Settings):
+        """`kinds`: the node kinds that the rules look at, for which the walk calls `_check`. `settings` says
+        which heuristics are switched off: their regions are left unmarked."""
         self._lines = lines
+        self._enabled = settings.enabled
+        self._enabled = settings.enabled  # heuristics switched off leave their regions unmarked
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
         self.context = Context(self._names)
@@ -130,18 +128,24 @@ class Walk:
         """A function's statements; those after an early return of a lazy build are one-time."""
         for index, statement in enumerate(body):
             self._visit(statement)
-            if is_lazy_build_return(statement, body[index + 1 :], self._names.value_at):
+            guard = self._switched_on(lazy_build_return(statement, body[index + 1 :], self._names.value_at))
+            if guard is not None:
                 per_miss = runtime_lazy_memo_key(statement, self._names.value_at)
-                self._visit_guarded(body[index + 1 :], not per_miss, per_miss)
+                self._visit_guarded(body[index + 1 :], guard, per_miss)
                 return
 
-    def _visit_guarded(self, nodes: Sequence[ast.AST], one_time: bool, per_miss: bool) -> None:
-        """Visit `nodes` under a one-time guard, or under the guard of a memo that rebuilds on each miss."""
-        self.context.one_time_guards += one_time
-        self.context.per_miss_guards += per_miss
+    def _visit_guarded(self, nodes: Sequence[ast.AST], guard: str, per_miss: bool) -> None:
+        """Visit `nodes` under the one-time guard `guard` (a heuristic's id) or, when the guard is a memo
+        keyed on a runtime value, as code that reruns on each cache miss."""
+        if per_miss:
+            self.context.per_miss_guards += 1
+        else:
+            self.context.one_time_guards.append(guard)
         self._visit_all(nodes)
-        self.context.one_time_guards -= one_time
-        self.context.per_miss_guards -= per_miss
+        if per_miss:
+            self.context.per_miss_guards -= 1
+        else:
+            self.context.one_time_guards.pop()
 
     def _visit_arguments(self, args: ast.arguments) -> None:
         """Annotations and defaults in source order: each parameter's annotation, then its default."""
@@ -179,7 +183,7 @@ class Walk:
         if self._checks_iterables:
             self._check(NodeKind.FOR_ITERABLE, node.iter)
         self._visit(node.iter)
-        if is_fixed_iteration(node.iter, self._names):
+        if self._is_fixed_iteration(node.iter):
             self._visit_all(node.body)
         else:
             self._visit_in_region(node.body, (LoopKind.LOOP, node.lineno))
@@ -200,13 +204,16 @@ class Walk:
         region = (LoopKind.COMPREHENSION, line)
         first, *inner = node.generators
         elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-        if not inner and is_fixed_iteration(first.iter, self._names):
+        if not inner and self._is_fixed_iteration(first.iter):
             self._visit_all([*elements, first.target, first.iter, *first.ifs])
             return
         self._visit_in_region(elements, region)
         self._visit(first.target)
         self._visit(first.iter)
         self._visit_in_region([*first.ifs, *inner], region)
+
+    def _is_fixed_iteration(self, iterable: ast.expr) -> bool:
+        return is_fixed_iteration(iterable, self._names) and self._enabled("one-time-fixed-iteration")
 
     # --- CUDA-graph capture blocks -------------------------------------------------------------------------
 
@@ -225,10 +232,18 @@ class Walk:
         self._check_test(node.test)
         self._visit(node.test)
         guarded = tested_value(node.test, self._names)
-        guard = is_cached_build_guard(node.test, node.body, guarded) or is_once_flag_guard(node.test, self._once_flags)
-        per_miss = guard and runtime_memo_key(node.test, node.body)
-        self._visit_guarded(node.body, guard and not per_miss, per_miss)
+        guard = cached_build_guard(node.test, node.body, guarded)
+        if guard is None and is_once_flag_guard(node.test, self._once_flags):
+            guard = "one-time-guard-once-flag"
+        guard = self._switched_on(guard)
+        if guard is None:
+            self._visit_all(node.body)
+        else:
+            self._visit_guarded(node.body, guard, runtime_memo_key(node.test, node.body))
         self._visit_all(node.orelse)
+
+    def _switched_on(self, guard: Optional[str]) -> Optional[str]:
+        return guard if guard is not None and self._enabled(guard) else None
 
     # --- expressions whose fields are not in source order ----------------------------------------------------
 

@@ -53,6 +53,7 @@ def run_check(args: argparse.Namespace) -> int:
         min_level=args.min_level,
         profile=args.profile,
         preset=args.preset,
+        disable_heuristics=tuple(args.disable_heuristics),
     )
     enabled_rules(settings_from(None, overrides))  # bad selectors are usage errors even when no file is checked
     if args.paths == ["-"] or args.stdin_filename is not None:

@@ -20,9 +20,10 @@ from h2dlint.faces.explain import explain_line, parse_location, project_folder
 from h2dlint.faces.output import FORMATS
 from h2dlint.faces.trace import add_trace_command
 from h2dlint.facts.heat import LEVELS
+from h2dlint.facts.heuristics import BY_ID, HEURISTICS
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.presets import PRESETS
-from h2dlint.facts.settings import UsageError
+from h2dlint.facts.settings import UsageError, unknown_heuristic_text
 from h2dlint.facts.sources import SourceError, read_bytes, read_source
 from h2dlint.project.config import Overrides, configs_remembered, unusable_configs
 from h2dlint.project.one_file import project_of, project_settings
@@ -100,6 +101,25 @@ def run_rule(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+def run_heuristics(args: argparse.Namespace) -> int:
+    """List the heuristics of the hot/cold model, or describe one: what it matches and its census rows."""
+    if args.id is None:
+        width = max(len(h.id) for h in HEURISTICS)
+        for h in HEURISTICS:
+            print(f"{h.id:<{width}}  {h.effect.value:<8}  {h.rationale}")
+        return EXIT_CLEAN
+    found = BY_ID.get(args.id)
+    if found is None:
+        raise UsageError(unknown_heuristic_text(args.id))
+    print(f"{found.id} ({found.effect.value}, {found.group.value}): {found.rationale}")
+    if found.patterns:
+        print(f"names: {', '.join(found.patterns)}")
+    for row in found.evidence:
+        print(f"evidence: {row} (benchmarks/engine_labels.tsv)")
+    print(f"switch it off with `--disable-heuristics {found.id}` or `disable-heuristics = [\"{found.id}\"]`")
+    return EXIT_CLEAN
+
+
 def _codes(value: str) -> List[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -149,6 +169,7 @@ def _parser() -> argparse.ArgumentParser:
         "--min-level", choices=LEVELS, default=None,
         help="report only code that runs at least this often (default: per-request, everything)",
     )
+    _add_heuristics_option(check)
     fixing = check.add_mutually_exclusive_group()
     fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
     fixing.add_argument(
@@ -167,6 +188,10 @@ def _parser() -> argparse.ArgumentParser:
     rule = commands.add_parser("rule", help="print a rule's documentation, or list the rules")
     rule.add_argument("code", nargs="?", help="a rule code such as HTD101")
     rule.set_defaults(run=run_rule)
+
+    heuristics = commands.add_parser("heuristics", help="list the hot/cold heuristics, or describe one")
+    heuristics.add_argument("id", nargs="?", help="a heuristic id such as hot-name-forward")
+    heuristics.set_defaults(run=run_heuristics)
 
     _add_explain_command(commands)
     server = commands.add_parser("server", help="run the language server on stdio (needs h2dlint[lsp])")
@@ -189,6 +214,14 @@ def _add_heat_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--profile", default=None, metavar="FILE",
         help="a traced run (`h2dlint trace`): its call counts decide which functions are hot; replaces `profile`",
+    )
+
+
+def _add_heuristics_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--disable-heuristics", type=_codes, default=[], metavar="IDS",
+        help="heuristics to switch off, comma-separated ids (`h2dlint heuristics` lists them); extends "
+        "`disable-heuristics` of pyproject.toml",
     )
 
 
@@ -222,6 +255,7 @@ def _add_explain_command(commands: "argparse._SubParsersAction[argparse.Argument
     explain.add_argument("--extend-hot-functions", type=_codes, default=[], metavar="NAMES")
     explain.add_argument("--extend-cold-functions", type=_codes, default=[], metavar="NAMES")
     _add_heat_options(explain)
+    _add_heuristics_option(explain)
     _add_speed_options(explain)
     explain.set_defaults(run=run_explain)
 
@@ -234,6 +268,7 @@ def run_explain(args: argparse.Namespace) -> int:
     overrides = Overrides(
         extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions),
         profile=args.profile, preset=args.preset,
+        disable_heuristics=tuple(args.disable_heuristics),
     )
     project = Project(None, tuple(args.paths)) if args.paths else project_of(path, loose=(project_folder(path),))
     settings = project_settings(project, overrides)  # as `check` of the same project decides heat

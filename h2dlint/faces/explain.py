@@ -6,10 +6,10 @@ import os
 from typing import List, Optional, Tuple
 
 from h2dlint.checker.analyzer import FileSummary
-from h2dlint.facts.heat import Heat
+from h2dlint.facts.heat import Heat, site_cold_heuristic, site_cold_reason
 from h2dlint.facts.sources import SourceError
 from h2dlint.facts.summary import FunctionInfo, Site
-from h2dlint.project.findings import report_reason
+from h2dlint.project.findings import report_heuristic, report_reason
 from h2dlint.project.run import ProjectRun
 from h2dlint.rules import RULES_BY_CODE
 
@@ -61,7 +61,7 @@ def _function_verdict(function: Optional[FunctionInfo], heat: dict, module: str)
             "called in a loop, and no hot function calls it (calls are followed across the project through "
             "imports, the known classes of receivers and, for distinctive method names, by name)"
         )
-    return f"{name}, which is {'hot' if found.hot else 'cold'}: {found.reason_in(module)}"
+    return _named(f"{name}, which is {'hot' if found.hot else 'cold'}: {found.reason_in(module)}", found.heuristic)
 
 
 def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str:
@@ -69,10 +69,18 @@ def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str
     owner: Optional[Heat] = heat.get((module, site.function))
     reason = report_reason(site, owner, module)
     if reason is None:
-        return f"is not reported: {RULES_BY_CODE[site.code].unreported_reason(site, owner)}"
+        why = RULES_BY_CODE[site.code].unreported_reason(site, owner)
+        # Named when the site itself is one-time (a guard, a marker); a rule's own reason names no heuristic.
+        return _named(f"is not reported: {why}", site_cold_heuristic(site) if why == site_cold_reason(site) else None)
+    heuristic = report_heuristic(site, owner, reason, module)
     if file.suppressed[index]:
-        return f"is suppressed by `# noqa`; without it: {reason}"
-    return f"is reported: {reason}"
+        return _named(f"is suppressed by `# noqa`; without it: {reason}", heuristic)
+    return _named(f"is reported: {reason}", heuristic)
+
+
+def _named(verdict: str, heuristic: Optional[str]) -> str:
+    """`verdict`, naming the heuristic that decided it (`h2dlint heuristics ID` says more)."""
+    return f"{verdict} [heuristic: {heuristic}]" if heuristic else verdict
 
 
 def parse_location(text: str) -> Optional[Tuple[str, int]]:

@@ -96,6 +96,8 @@ def render_json(results: Sequence[FileResult]) -> str:
                     "url": rule_url(d.code),
                     "level": d.level,
                     "confirmed": d.confirmed,
+                    # Not in ruff's shape: the id of the heuristic that made the site hot (`h2dlint heuristics`).
+                    "heuristic": d.heuristic,
                 }
             )
     return json.dumps(entries, indent=2) + "\n"

@@ -88,6 +88,8 @@ def _result(path: str, d: Diagnostic, rule_index: Dict[str, int]) -> Dict[str, o
     }
     if d.fix is not None:
         result["fixes"] = [_fix(path, d.fix)]
+    if d.heuristic is not None:
+        result["properties"] = {"heuristic": d.heuristic}  # the id of the heuristic that made the site hot
     return result
 
 

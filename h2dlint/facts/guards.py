@@ -76,31 +76,36 @@ def tested_value(test: ast.expr, names: NameResolver) -> Optional[ast.expr]:
     return None
 
 
-def is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt], tested_value: Optional[ast.expr] = None) -> bool:
-    """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`),
-    or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`) or back in the attribute it
-    was read from (`tested_value`: `t = self._t` before, `self._t = t` in the body), or `if key not in cache:`
-    whose body fills `cache[...]`, or a cache that grows on demand (see `_grows_on_demand`)."""
+def cached_build_guard(
+    test: ast.expr, body: Sequence[ast.stmt], tested_value: Optional[ast.expr] = None
+) -> Optional[str]:
+    """The id of the one-time heuristic (`h2dlint.facts.heuristics`) that `if test: body` matches, or None:
+    `self._x is None`, `getattr(self, "_x", None) is None` (`one-time-guard-none`) or `not hasattr(self, "_x")`
+    (`one-time-guard-hasattr`), also on `cls.`; a memo (`one-time-guard-memo`): `if t is None:` whose body
+    stores `t` in a cache (`cache[key] = t`) or back in the attribute it was read from (`tested_value`:
+    `t = self._t` before, `self._t = t` in the body), or `if key not in cache:` whose body fills `cache[...]`;
+    or a cache that grows on demand (`one-time-guard-grows-on-demand`, see `_grows_on_demand`). The shapes
+    exclude each other, so switching one off never lets another match instead."""
     if _grows_on_demand(test, body):
-        return True
+        return "one-time-guard-grows-on-demand"
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _is_attribute_lookup(test.operand, "hasattr")
+        return "one-time-guard-hasattr" if _is_attribute_lookup(test.operand, "hasattr") else None
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
-        return any(_fills(statement, test.comparators[0]) for statement in body)
+        return "one-time-guard-memo" if any(_fills(statement, test.comparators[0]) for statement in body) else None
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
-        return False
+        return None
     if not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
-        return False
+        return None
     subject = test.left
     if isinstance(subject, ast.Attribute):
-        return is_self(subject.value)
+        return "one-time-guard-none" if is_self(subject.value) else None
     if isinstance(subject, ast.Name):
-        return any(
+        stores = any(
             _stores_in_cache(statement, subject.id) or _stores_back(statement, subject.id, tested_value)
             for statement in body
         )
-    return _is_attribute_lookup(subject, "getattr")
-
+        return "one-time-guard-memo" if stores else None
+    return "one-time-guard-none" if _is_attribute_lookup(subject, "getattr") else None
 
 
 def _grows_on_demand(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
@@ -119,28 +124,30 @@ def _grows_on_demand(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
 
 
 
-def is_lazy_build_return(
+def lazy_build_return(
     statement: ast.stmt, rest: Sequence[ast.stmt], value_at: Callable[[ast.Name], Optional[ast.expr]]
-) -> bool:
+) -> Optional[str]:
     """`if layer._wrapper is not None: return ...` followed by code that sets `layer._wrapper`: what follows
     runs once, on the first call. The guard may read a local copied from the attribute just before
     (`context = self._context` then `if context is not None: return context`). A memo lookup is the same
     once per key: `if (ptrs := _PTR_CACHE.get(key)) is not None: return ptrs` (or `if ptrs := ...:`, or
-    `_PTR_CACHE[key]`) followed by code that fills `_PTR_CACHE[...]`."""
+    `_PTR_CACHE[key]`) followed by code that fills `_PTR_CACHE[...]`. Returns the id of the heuristic
+    (`one-time-lazy-build` or `one-time-memo-lookup`), or None."""
     if not (isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return)):
-        return False
+        return None
     subject = _lookup_tested_for_a_value(statement.test)
     bare_name = statement.test is subject and isinstance(subject, ast.Name)
     if subject is None or (bare_name and not _returns(statement, subject)):  # type: ignore[arg-type]
-        return False  # a bare `if x: return` is a memo only when it returns `x`
+        return None  # a bare `if x: return` is a memo only when it returns `x`
     looked_up = (value_at(subject) or subject) if isinstance(subject, ast.Name) else subject
     guarded, cache = _attribute_of_name(looked_up), _memo_table(looked_up)
     if guarded is None and cache is None:
-        return False
+        return None
     later = (node for statement in rest for node in ast.walk(statement))
     if guarded is not None:
-        return any(isinstance(node, ast.Assign) and guarded in map(_attribute_of_name, node.targets) for node in later)
-    return any(_fills(node, cache) for node in later)  # type: ignore[arg-type]
+        sets = any(isinstance(node, ast.Assign) and guarded in map(_attribute_of_name, node.targets) for node in later)
+        return "one-time-lazy-build" if sets else None
+    return "one-time-memo-lookup" if any(_fills(node, cache) for node in later) else None  # type: ignore[arg-type]
 
 
 

@@ -42,6 +42,7 @@ class Heat:
     module: str = ""  # the module of the root
     level: str = PER_STEP  # how often hot code runs (see `LEVELS`); meaningless for cold code
     observed: Optional[int] = None  # how many times a traced run saw the function run, when that decided
+    heuristic: str = ""  # the id of the heuristic that made the root hot or cold (`h2dlint.facts.heuristics`)
 
     @property
     def reason(self) -> str:
@@ -55,7 +56,8 @@ class Heat:
         return f"called from {path} ({self.tag.replace(HERE, module_prefix(self.module, module))})"
 
     def called_from(self, caller: Key) -> "Heat":
-        return Heat(True, self.origin, self.tag, (caller,) + self.chain, self.module, self.level)
+        chain = (caller,) + self.chain
+        return Heat(True, self.origin, self.tag, chain, self.module, self.level, heuristic=self.heuristic)
 
 
 def chain_text(names: Iterable[str]) -> str:
@@ -106,6 +108,13 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
     return None
 
 
+def site_heuristic(site: Site, owner: Optional[Heat]) -> Optional[str]:
+    """The id of the heuristic that makes a hot `site` hot: the loop around it, else its function's root."""
+    if site.loop is not None:
+        return "hot-in-loop"
+    return owner.heuristic if owner is not None and owner.hot else None
+
+
 def site_unreported_reason(site: Site, owner: Optional[Heat]) -> str:
     """Why `site` is not reported when `site_reason_for` finds it not hot, given the heat of its function."""
     cold = site_cold_reason(site)
@@ -113,7 +122,7 @@ def site_unreported_reason(site: Site, owner: Optional[Heat]) -> str:
         return cold
     kind = "is not known to run per step"
     if owner is not None:
-        kind = "is compiled, not run eagerly" if owner.tag == "compiled" else "runs once"
+        kind = "is compiled, not run eagerly" if owner.heuristic == "cold-decorator-compile" else "runs once"
     return f"the code around it {kind} (see above)"
 
 
@@ -126,3 +135,12 @@ def site_cold_reason(site: Site) -> Optional[str]:
     if site.one_time:
         return "it is inside a one-time cached build (`if self._x is None:` / `if not hasattr(self, ...)`)"
     return None
+
+
+def site_cold_heuristic(site: Site) -> Optional[str]:
+    """The id of the heuristic behind `site_cold_reason`; None for capture, a fact of the code."""
+    if site.marked_cold:
+        return "cold-marker"
+    if site.in_graph_capture:
+        return None
+    return site.one_time

@@ -12,47 +12,23 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
-from h2dlint.facts.presets import PRESETS
-
-# Per-step and per-request entry points: their bodies run once per forward/decode step, or per request.
-# Tuned on the sglang, vllm and lmdeploy runtimes (see benchmarks/engine_findings.py): the names their
-# schedulers, model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
-# Patterns are fnmatch globs, matched against the name with and without leading underscores; a pattern with a
-# dot (`*MetadataBuilder.build`) is matched against a method's class name and name instead.
-DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = (
-    "forward",
-    "forward_*",  # forward_extend, forward_decode, _forward_impl
-    "*_forward",  # model_forward, run_forward
-    "*_fwd",  # kernel launchers: decode_attention_fwd
-    "__call__",
-    "step",
-    "*_step",  # decode_step, train_step
-    "*prepare_for_*",  # prepare_for_decode, prepare_for_extend, prepare_for_forward, eagle_prepare_for_decode
-    "prepare_inputs*",
-    "prepare_lora_*",
-    "*forward_metadata*",  # attention backends: init_forward_metadata, once per forward batch
-    "build*metadata*",  # metadata builders: build_metadata, build_*_metadata
-    # vllm's attention metadata builders: the model runner calls `build` once per forward batch for each
-    # KV-cache group (and `build_for_drafting` per draft step); one-word names need their class to be hot.
-    "*MetadataBuilder.build",
-    "*MetadataBuilder.build_for_drafting",
-    "plan_*",  # attention and kernel planning per batch: plan_sparse_prefill
-    "*_plan",  # build_*_checkpoint_plan, attach_plan
-    "*replay*",  # CUDA-graph replay: replay_prepare, update_for_replay (capture stays cold)
-    "*decode*",  # decode paths: forward_decode, eagle_prepare_for_decode, *_decode_attention
-    "*extend*",  # prefill/extend paths: forward_extend, alloc_extend
-    "execute_model",
-    "sample",
-    "sample_*",
-    "compute_logits",
-    "get_*_feature",  # multimodal encoders, once per request with images, audio or video
-    "embed_multimodal",
-    "process_batch_result*",
-    # lmdeploy's PyTorch engine: the op backend and each model update their step context and model metas per
-    # forward, called through receivers whose class is not visible (`get_backend()`, `self.model`).
-    "update_step_context",
-    "update_model_metas",
+from h2dlint.facts.heuristics import (
+    COLD_NAMES,
+    HOT_NAMES,
+    Effect,
+    Heuristic,
+    configured_heuristic,
+    name_patterns,
+    preset_heuristic,
+    unknown_ids,
 )
+from h2dlint.facts.presets import PRESETS, Preset
+
+# The name lists, as the registry groups them (see `h2dlint.facts.heuristics`); patterns are fnmatch globs.
+DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_patterns(HOT_NAMES, ()))
+DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_patterns(COLD_NAMES, ()))
+
+NameTable = Tuple[Tuple[str, str], ...]  # (glob, the id of the heuristic it belongs to), in matching order
 
 # Entry points that run once per request, not per step: a hot name matching one of these is per-request.
 # The loops inside them (a pipeline's denoising loop) are per step all the same (see `facts.heat.site_level`).
@@ -62,40 +38,6 @@ DEFAULT_PER_REQUEST_FUNCTIONS: Tuple[str, ...] = (
     "*Pipeline.__call__",
     "get_*_feature",  # multimodal encoders, once per request with images, audio or video
     "embed_multimodal",
-)
-
-# One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup, tests.
-DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = (
-    "__init__",
-    "__post_init__",
-    "__init_subclass__",
-    "__new__",
-    "*load_weights*",
-    "*load_model*",
-    "*build_model*",
-    "*initialize*",  # initialize_model, _initialize: one-time, like __init__
-    "load_state_dict",
-    "*_after_loading",
-    "*weight_loader*",
-    "*weights_iterator*",
-    "*repack*",  # weight layout conversions: repack_*, *_zero_points, *_permute_scales
-    "*zero_points*",
-    "*permute_scales*",
-    "*autotune*",
-    "*abort*",  # failure and cancellation paths
-    "reset_*",  # state resets after reconfiguration or memory reuse
-    "create_*weights*",
-    "create_*buffer*",
-    "init_*buffer*",
-    "alloc*buffer*",
-    "init_cuda_graph*",
-    "*capture*",
-    "*warmup*",
-    "*warm_up*",
-    "*dummy*",
-    "test_*",
-    "*profile_run*",
-    "_profile_*",
 )
 
 
@@ -126,23 +68,58 @@ class Settings:
     replace_hot_functions: Optional[Tuple[str, ...]] = None
     replace_cold_functions: Optional[Tuple[str, ...]] = None
     per_request_functions: Tuple[str, ...] = field(init=False)
+    # Ids of heuristics switched off (`h2dlint.facts.heuristics`); an unknown id is a usage error.
+    disable_heuristics: Tuple[str, ...] = ()
+    # The name heuristics, in matching order; a preset may replace or extend them (new ids become known ids).
+    hot_names: Tuple[Heuristic, ...] = HOT_NAMES
+    cold_names: Tuple[Heuristic, ...] = COLD_NAMES
     hot_functions: Tuple[str, ...] = field(init=False)
     cold_functions: Tuple[str, ...] = field(init=False)
+    hot_table: NameTable = field(init=False, repr=False)
+    cold_table: NameTable = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         preset = PRESETS.get(self.preset)
         if preset is None:
             raise UsageError(f"unknown preset {self.preset!r} (known presets: {', '.join(PRESETS)})")
-        hot = DEFAULT_HOT_FUNCTIONS if preset.hot is None else preset.hot
-        cold = (DEFAULT_COLD_FUNCTIONS if preset.cold is None else preset.cold) + preset.more_cold
-        if self.replace_hot_functions is not None:
-            hot = self.replace_hot_functions
-        if self.replace_cold_functions is not None:
-            cold = self.replace_cold_functions
+        hot_names, cold_names = self._name_tables(preset)
+        own = {h.id for h in (*hot_names, *cold_names)}
+        unknown = [i for i in unknown_ids(self.disable_heuristics) if i not in own]
+        if unknown:
+            raise UsageError(unknown_heuristic_text(unknown[0]))
+        hot = name_patterns(hot_names, self.disable_heuristics) + self._configured(
+            "hot-name-configured", self.extend_hot_functions
+        )
+        cold = name_patterns(cold_names, self.disable_heuristics) + self._configured(
+            "cold-name-configured", self.extend_cold_functions
+        )
         per_request = (DEFAULT_PER_REQUEST_FUNCTIONS if preset.hot != () else ()) + preset.per_request
         object.__setattr__(self, "per_request_functions", per_request)
-        object.__setattr__(self, "hot_functions", tuple(hot) + tuple(self.extend_hot_functions))
-        object.__setattr__(self, "cold_functions", tuple(cold) + tuple(self.extend_cold_functions))
+        object.__setattr__(self, "hot_table", hot)
+        object.__setattr__(self, "cold_table", cold)
+        object.__setattr__(self, "hot_functions", tuple(pattern for pattern, _ in hot))
+        object.__setattr__(self, "cold_functions", tuple(pattern for pattern, _ in cold))
+
+    def _name_tables(self, preset: Preset) -> Tuple[Tuple[Heuristic, ...], Tuple[Heuristic, ...]]:
+        """The hot and cold name heuristics: the registry's (the serving preset), a preset's own lists (each
+        one heuristic, `hot-name-preset-training`, ...), or the `hot-functions` / `cold-functions` that
+        replace them (`hot-name-configured`, `cold-name-configured`)."""
+        hot = self.hot_names if preset.hot is None else (preset_heuristic(preset, Effect.HOT, preset.hot),)
+        cold = self.cold_names if preset.cold is None else (preset_heuristic(preset, Effect.COLD, preset.cold),)
+        if preset.more_cold:
+            cold += (preset_heuristic(preset, Effect.COLD, preset.more_cold, "more"),)
+        if self.replace_hot_functions is not None:
+            hot = (configured_heuristic(Effect.HOT, self.replace_hot_functions),)
+        if self.replace_cold_functions is not None:
+            cold = (configured_heuristic(Effect.COLD, self.replace_cold_functions),)
+        return hot, cold
+
+    def _configured(self, heuristic: str, patterns: Sequence[str]) -> NameTable:
+        return () if heuristic in self.disable_heuristics else tuple((p, heuristic) for p in patterns)
+
+    def enabled(self, heuristic: str) -> bool:
+        """Whether the heuristic `heuristic` (an id of `h2dlint.facts.heuristics`) is switched on."""
+        return heuristic not in self.disable_heuristics
 
     def is_hot_name(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether a function `name` (a method of `class_name`, when given) has a per-step name."""
@@ -155,6 +132,18 @@ class Settings:
     def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
         return _matches_any(name, class_name, self.cold_functions)
 
+    def hot_name_heuristic(self, name: str, class_name: Optional[str] = None) -> Optional[str]:
+        """The id of the heuristic whose per-step name `name` has, or None."""
+        return _first_match(name, class_name, self.hot_table) if self.is_hot_name(name, class_name) else None
+
+    def cold_name_heuristic(self, name: str, class_name: Optional[str] = None) -> Optional[str]:
+        """The id of the heuristic whose one-time name `name` has, or None."""
+        return _first_match(name, class_name, self.cold_table) if self.is_cold_name(name, class_name) else None
+
+
+def unknown_heuristic_text(heuristic: str) -> str:
+    return f"unknown heuristic {heuristic!r} (`h2dlint heuristics` lists them)"
+
 
 def _matches_any(name: str, class_name: Optional[str], patterns: Tuple[str, ...]) -> bool:
     bare = name.lstrip("_") or name
@@ -165,7 +154,16 @@ def _matches_any(name: str, class_name: Optional[str], patterns: Tuple[str, ...]
     return class_name is not None and any(qualified(f"{class_name}.{n}") is not None for n in (name, bare))
 
 
-@functools.lru_cache(maxsize=64)
+def _first_match(name: str, class_name: Optional[str], table: NameTable) -> Optional[str]:
+    """The heuristic of the first pattern of `table` that `_matches_any` would match; asked only of names
+    that match one, so the one regular expression still answers for the many that match none."""
+    for pattern, heuristic in table:
+        if _matches_any(name, class_name, (pattern,)):
+            return heuristic
+    return None
+
+
+@functools.lru_cache(maxsize=512)  # the tables of a run, and each of their patterns alone (`_first_match`)
 def _split_patterns(patterns: Tuple[str, ...]) -> Tuple[Callable[[str], Optional["re.Match[str]"]], ...]:
     """Matchers for the plain patterns (against a name) and the dotted ones (against `Class.name`)."""
     return (
@@ -174,7 +172,7 @@ def _split_patterns(patterns: Tuple[str, ...]) -> Tuple[Callable[[str], Optional
     )
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=512)
 def _compiled(patterns: Tuple[str, ...]) -> Callable[[str], Optional["re.Match[str]"]]:
     """One regular expression for all the globs: a project has tens of thousands of function names."""
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)").match

@@ -109,7 +109,9 @@ class CallRef:
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
-    one_time: bool = False  # under a cached-build guard (`if self._x is None:`): spreads no heat
+    # The id of the one-time guard around the call (`if self._x is None:`: `one-time-guard-none`), if any:
+    # such a call spreads no heat
+    one_time: Optional[str] = None
     # under the guard of a memo keyed on a runtime value (`facts.memo`): reaches its callee per request
     per_miss: bool = False
     # What the receiver of an ATTR or METHOD call is known to be: ("self", "a", "b") for `self.a.b.m()`;
@@ -131,7 +133,8 @@ class Site:
     marked_cold: bool = False
     in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
     capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"
-    one_time: bool = False  # under a cached-build guard: `if self._x is None:` / `if not hasattr(self, ...)`
+    # The id of the one-time guard around it (`if not hasattr(self, ...)`: `one-time-guard-hasattr`), if any
+    one_time: Optional[str] = None
     per_miss: bool = False  # under the guard of a memo keyed on a runtime value: runs on each cache miss
     fix: Optional[Fix] = None
     unfixable: Optional[str] = None  # why the rule's fix does not apply here

@@ -20,8 +20,9 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 import pathspec
 
 from h2dlint.facts.heat import LEVELS, PER_REQUEST
+from h2dlint.facts.heuristics import unknown_ids
 from h2dlint.facts.presets import PRESETS
-from h2dlint.facts.settings import Settings, UsageError, selected_codes
+from h2dlint.facts.settings import Settings, UsageError, selected_codes, unknown_heuristic_text
 from h2dlint.project.profile_file import profile_settings
 
 if sys.version_info >= (3, 11):
@@ -53,6 +54,7 @@ class Overrides:
     min_level: Optional[str] = None  # None: the file's, or every level
     preset: Optional[str] = None  # None: the file's, or "serving"
     profile: Optional[str] = None  # a traced run's records; replaces the file's
+    disable_heuristics: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class ProjectConfig:
     default_exclude: bool = True  # skip `DEFAULT_EXCLUDE` while walking folders
     profile: Optional[str] = None  # relative to `root`
     profile_min_calls: int = Settings.profile_min_calls
+    disable_heuristics: Tuple[str, ...] = ()
 
     def ignored_codes_for(self, path: str) -> Tuple[str, ...]:
         """The `per-file-ignores` selectors whose pattern matches `path`."""
@@ -189,6 +192,7 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
         replace_cold_functions=config.cold_functions if config else None,
         profile_min_calls=config.profile_min_calls if config else Settings.profile_min_calls,
         **profile_settings(profile),
+        disable_heuristics=(config.disable_heuristics if config else ()) + overrides.disable_heuristics,
     )
 
 
@@ -245,6 +249,14 @@ def _selectors(value: Any) -> Tuple[str, ...]:
         except UsageError:
             raise ValueError(f"unknown rule selector {selector!r} (known codes: {', '.join(ALL_CODES)})") from None
     return selectors
+
+
+def _heuristic_ids(value: Any) -> Tuple[str, ...]:
+    ids = _string_list(value)
+    unknown = unknown_ids(ids)
+    if unknown:
+        raise ValueError(unknown_heuristic_text(unknown[0]))
+    return ids
 
 
 def _module_name(value: Any) -> str:
@@ -318,6 +330,7 @@ _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "default-exclude": ("default_exclude", _boolean),
     "profile": ("profile", _string),
     "profile-min-calls": ("profile_min_calls", _positive),
+    "disable-heuristics": ("disable_heuristics", _heuristic_ids),
 }
 
 

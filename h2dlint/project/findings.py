@@ -17,7 +17,7 @@ from h2dlint.checker.analyzer import (
     summarize_text,
 )
 from h2dlint.checker.call_graph import ModuleGraph
-from h2dlint.facts.heat import PER_REQUEST, PER_STEP, Heat, at_least, site_level
+from h2dlint.facts.heat import PER_REQUEST, PER_STEP, Heat, at_least, site_heuristic, site_level, site_reason_for
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
 from h2dlint.facts.summary import Fix, Site, Span
@@ -37,6 +37,7 @@ class Diagnostic:
     remedy: str = ""  # what to do instead, and why the fix does not apply here when it does not
     level: str = PER_STEP  # how often the code runs (`facts.heat.LEVELS`); capture findings count as per step
     confirmed: Optional[int] = None  # the syncs a traced CUDA run saw at its lines (`project.confirmed`)
+    heuristic: Optional[str] = None  # the id of the heuristic that made the site hot (`report_heuristic`)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ def diagnostics(
         level = report_level(site, owner)
         if at_least(level, min_level):
             found.append(Diagnostic(
-                site.code, _message(site, reason), site.span, site.fix, reason, _remedy(site), level=level
+                site.code, _message(site, reason), site.span, site.fix, reason, _remedy(site), level=level,
+                heuristic=report_heuristic(site, owner, reason, module),
             ))
     return sorted(found, key=lambda d: (d.span.row, d.span.column, d.code))
 
@@ -74,6 +76,12 @@ def report_level(site: Site, owner: Optional[Heat]) -> str:
 def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
     """Why `site` is reported, or None when it is not: its rule decides, given its function's heat."""
     return RULES_BY_CODE[site.code].report_reason(site, owner, module)
+
+
+def report_heuristic(site: Site, owner: Optional[Heat], reason: str, module: str = "") -> Optional[str]:
+    """The id of the heuristic that made a `site` reported for `reason` hot; None when its rule reports it
+    for a reason of its own (HTD106: CUDA-graph capture, a fact of the code, not a heuristic)."""
+    return site_heuristic(site, owner) if reason == site_reason_for(site, owner, module) else None
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:

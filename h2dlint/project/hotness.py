@@ -21,6 +21,10 @@ such a block calls, transitively: `with_capture_marks`) is capture, and HTD106 r
 `if self._x is None:` or `if not hasattr(self, ...)` is a cached one-time build: both are cold, and calls
 made there spread no heat.
 
+Each rule above is a heuristic with an id, a rationale and its census evidence in `h2dlint.facts.heuristics`
+(guards, loops and site markers are applied by the walk, `h2dlint.checker.walk`): `Heat.heuristic` names the
+root's, findings and `explain` carry it, and `disable-heuristics` switches any of them off.
+
 The propagation works on any `CallGraph`: `ModuleGraph` reasons about one module alone (what a single file
 shows); `h2dlint.project.index.ProjectGraph` reasons across the files of a project.
 """
@@ -107,7 +111,9 @@ def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: Abst
 def with_moved_loops(heat: Heat, moved: Dict[str, MovedLoops]) -> Heat:
     """`heat` after edits that moved loop roots, by module (see `moved_loops`)."""
     root = moved.get(heat.module, {}).get(heat.tag)
-    return heat if root is None else Heat(heat.hot, root.origin, root.tag, heat.chain, heat.module, heat.level)
+    return heat if root is None else Heat(
+        heat.hot, root.origin, root.tag, heat.chain, heat.module, heat.level, heuristic=heat.heuristic
+    )
 
 
 def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef]:
@@ -150,22 +156,39 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
 
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     qualname = function.qualname
-    cls = summary.classes.get(function.class_qualname or "")
-    if function.marker is Marker.COLD:
-        return Heat(False, f"`{HERE}{qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
-    if cls is not None and cls.marker is Marker.COLD:
-        return Heat(False, f"class `{HERE}{cls.qualname}` is marked `# h2dlint: cold`", "marked cold", module=module)
-    if settings.is_cold_name(function.name, _class_name(function)):
-        return Heat(False, f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module=module)
-    if function.cache_decorator is not None:
-        return Heat(False, f"`{HERE}{qualname}` is cached by `@{function.cache_decorator}`", "cached", module=module)
-    if function.compiled_by is not None:
+    marked = _marked(function, summary, module, Marker.COLD) if settings.enabled("cold-marker") else None
+    if marked is not None:
+        return marked
+    by_name = settings.cold_name_heuristic(function.name, _class_name(function))
+    if by_name is not None:
+        return _cold(f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module, by_name)
+    if function.cache_decorator is not None and settings.enabled("cold-decorator-cache"):
+        origin = f"`{HERE}{qualname}` is cached by `@{function.cache_decorator}`"
+        return _cold(origin, "cached", module, "cold-decorator-cache")
+    if function.compiled_by is not None and settings.enabled("cold-decorator-compile"):
         origin = f"`{HERE}{qualname}` is compiled by `@{function.compiled_by}`, which builds its tensors in the graph"
-        return Heat(False, origin, "compiled", module=module)
+        return _cold(origin, "compiled", module, "cold-decorator-compile")
     parent = summary.functions.get(function.parent or "")
-    if parent is not None:
+    if parent is not None and settings.enabled("cold-nested-in-cold"):
         return _cold_heat(parent, summary, module, settings)
     return None
+
+
+def _marked(function: FunctionInfo, summary: ModuleSummary, module: str, marker: Marker) -> Optional[Heat]:
+    """The heat that `# h2dlint: hot|cold` (`marker`) on the function, or else on its class, gives it."""
+    cls = summary.classes.get(function.class_qualname or "")
+    if function.marker is marker:
+        origin = f"`{HERE}{function.qualname}` is marked `# h2dlint: {marker.value}`"
+    elif cls is not None and cls.marker is marker:
+        origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: {marker.value}`"
+    else:
+        return None
+    heuristic = f"{marker.value}-marker"
+    return Heat(marker is Marker.HOT, origin, f"marked {marker.value}", module=module, heuristic=heuristic)
+
+
+def _cold(origin: str, tag: str, module: str, heuristic: str) -> Heat:
+    return Heat(False, origin, tag, module=module, heuristic=heuristic)
 
 
 def _spread_cold_to_callees(graph: CallGraph, heat: Dict[Key, Heat], settings: Settings) -> None:
@@ -174,6 +197,8 @@ def _spread_cold_to_callees(graph: CallGraph, heat: Dict[Key, Heat], settings: S
     points with a per-step name (`forward`, `replay`): the engine's loop or `nn.Module.__call__` calls them
     where no call is in sight, and warmup or capture calling them too says nothing. A private one
     (`_build_plan`) is called only where its callers can be seen."""
+    if not settings.enabled("cold-only-called-once"):
+        return
     callers = graph.callers()
     callees_of: Dict[Key, List[Key]] = {}
     for callee, calls in callers.items():
@@ -207,7 +232,7 @@ def _cold_by_callers(key: Key, calls: List[Tuple[Key, bool]], heat: Dict[Key, He
         why = f"from `{name}`, which is cold"
     more = f" (and {len(calls) - 1} more such calls)" if len(calls) > 1 else ""
     origin = f"`{HERE}{qualname}` is only called from one-time code: {why}{more}"
-    return Heat(False, origin, "only called from one-time code", module=module)
+    return _cold(origin, "only called from one-time code", module, "cold-only-called-once")
 
 
 def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
@@ -217,10 +242,12 @@ def _keeps_its_heat(graph: CallGraph, key: Key, settings: Settings) -> bool:
     if summary is None or function is None:
         return False
     cls = summary.classes.get(function.class_qualname or "")
-    if function.marker is Marker.HOT or (cls is not None and cls.marker is Marker.HOT):
+    marked = function.marker is Marker.HOT or (cls is not None and cls.marker is Marker.HOT)
+    if marked and settings.enabled("hot-marker"):
         return True
     is_public = not function.name.startswith("_") or function.name.startswith("__")
-    return is_public and settings.is_hot_name(function.name, _class_name(function))
+    keeps = is_public and settings.enabled("hot-public-entry-point")
+    return keeps and settings.is_hot_name(function.name, _class_name(function))
 
 
 def _class_name(function: FunctionInfo) -> Optional[str]:
@@ -235,7 +262,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> L
     named = [(key, root) for key, root in _named_roots(graph, settings) if key not in cold and key not in on_miss]
     # As heat is given out in this order: a loop in a function already hot per step adds nothing.
     taken = {key for key, root in named if root.level == PER_STEP}
-    loops = []
+    loops: List[Tuple[Key, Heat]] = []
+    if not settings.enabled("hot-called-in-loop"):
+        return named
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
@@ -260,31 +289,42 @@ def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
 def _named_roots(graph: CallGraph, settings: Settings) -> Iterator[Tuple[Key, Heat]]:
     for module, summary in graph.modules():
         for qualname, function in summary.functions.items():
-            key = (module, qualname)
-            cls = summary.classes.get(function.class_qualname or "")
-            if function.marker is Marker.HOT:
-                yield key, Heat(True, f"`{HERE}{qualname}` is marked `# h2dlint: hot`", "marked hot", module=module)
-            elif cls is not None and cls.marker is Marker.HOT:
-                origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: hot`"
-                yield key, Heat(True, origin, "marked hot", module=module)
-            elif settings.is_hot_name(function.name, _class_name(function)):
-                yield key, _named_root(function, module, settings)
-            elif function.custom_op is not None:
-                origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
-                yield key, Heat(True, origin, "a custom op", module=module)
+            root = _hot_root(function, summary, module, settings)
+            if root is not None:
+                yield (module, qualname), root
 
 
-def _named_root(function: FunctionInfo, module: str, settings: Settings) -> Heat:
+def _hot_root(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
+    """The heat a function has of itself: a marker, a per-step name, a custom-op registration."""
+    qualname = function.qualname
+    marked = _marked(function, summary, module, Marker.HOT) if settings.enabled("hot-marker") else None
+    if marked is not None:
+        return marked
+    by_name = settings.hot_name_heuristic(function.name, _class_name(function))
+    if by_name is not None:
+        return _named_root(function, module, settings, by_name)
+    if function.custom_op is not None and settings.enabled("hot-custom-op"):
+        origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
+        return _hot(origin, "a custom op", module, "hot-custom-op")
+    return None
+
+
+def _named_root(function: FunctionInfo, module: str, settings: Settings, heuristic: str) -> Heat:
     qualname = function.qualname
     if settings.is_per_request_name(function.name, _class_name(function)):
-        return Heat(True, f"`{HERE}{qualname}` runs once per request", "per request", module=module, level=PER_REQUEST)
-    return Heat(True, f"`{HERE}{qualname}` runs per step", "per step", module=module)
+        origin = f"`{HERE}{qualname}` runs once per request"
+        return Heat(True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic)
+    return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, heuristic)
+
+
+def _hot(origin: str, tag: str, module: str, heuristic: str) -> Heat:
+    return Heat(True, origin, tag, module=module, heuristic=heuristic)
 
 
 def _loop_root(module: str, call: CallRef) -> Heat:
     """The heat a call in a loop gives the functions it reaches."""
     where = "module level" if call.caller == MODULE else f"`{HERE}{call.caller}`"
     loop = f"in a loop at line {call.loop_line} of {where}"
-    return Heat(True, f"called {loop}", loop, module=module)
+    return _hot(f"called {loop}", loop, module, "hot-called-in-loop")
 
 

@@ -107,7 +107,7 @@ class ProjectGraph(CallGraph):
         if targets is None:
             targets = self._resolved[memo] = self._resolve(module, call)
         for target in targets:
-            self._callers.setdefault(target, []).append(((module, call.caller), call.one_time))
+            self._callers.setdefault(target, []).append(((module, call.caller), bool(call.one_time)))
         if not targets or call.one_time:
             return
         if call.per_miss:

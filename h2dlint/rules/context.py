@@ -57,7 +57,7 @@ class Context:
         self.names = names  # what each name in scope refers to (imports, locals, their values)
         self.frames: List[Frame] = []  # the module, then the classes and functions around the node
         self.captures: List[int] = []  # lines of the enclosing `with torch.cuda.graph(...)` blocks
-        self.one_time_guards = 0  # how many one-time guards (`if self._x is None:`, ...) enclose the node
+        self.one_time_guards: List[str] = []  # the ids of the one-time guards around the node, innermost last
         self.per_miss_guards = 0  # how many guards of memos keyed on runtime values (`facts.memo`) enclose it
 
     @property
@@ -91,9 +91,9 @@ class Context:
         return self.captures[0] if self.captures else None
 
     @property
-    def one_time(self) -> bool:
-        """Under a one-time guard: the node runs once (or once per key), not per step."""
-        return self.one_time_guards > 0
+    def one_time(self) -> Optional[str]:
+        """The id of the innermost one-time guard around the node (`one-time-guard-none`, ...), or None."""
+        return self.one_time_guards[-1] if self.one_time_guards else None
 
     def _innermost(self, kind: FrameKind) -> Optional[Frame]:
         for frame in reversed(self.frames):

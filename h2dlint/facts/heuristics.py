@@ -1,0 +1,369 @@
+"""Every heuristic that makes code hot (per step or per request), cold (one-time) or one-time within a
+function, as named data: an id, what it does, a one-line rationale, and the census rows that justify it.
+
+The ids are what `explain` and the JSON output name, and what `disable-heuristics` (`--disable-heuristics`)
+switches off. Ids read `<effect>-<what>`: `hot-name-forward`, `cold-decorator-cache`, `one-time-guard-hasattr`.
+Entries are grouped (`Group`) so that a preset can switch a whole group (every cold name list, every guard).
+
+`evidence` cites up to four rows of `benchmarks/engine_labels.tsv` (`engine path:line`) whose verdict only
+that heuristic decides: switched off, a hot heuristic leaves per-step or per-request sites unreported, a cold
+or one-time one reports one-time sites (or never-runs and not-h2d ones). `benchmarks/heuristic_evidence.py`
+finds them on the sglang, vllm and lmdeploy trees; `benchmarks/heuristic_evidence.txt` is its full output,
+every changed site with its label. An entry without rows decides no labelled site alone there: other
+heuristics reach the same verdict there (a call chain from another hot function, say), the sites it
+decides carry other labels (`hot-custom-op` reports only never-runs sites there), or it is the author's
+word (markers, `extend-hot-functions`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Dict, Iterable, Tuple
+
+
+class Effect(str, enum.Enum):
+    HOT = "hot"  # code runs per step or per request
+    COLD = "cold"  # a whole function runs once (setup, loading, capture, tests)
+    ONE_TIME = "one-time"  # a block or loop inside a function runs once, or not once per item
+
+
+class Group(str, enum.Enum):
+    MARKER = "marker"  # `# h2dlint: hot|cold` comments
+    NAME = "name"  # function-name globs (`Settings.hot_functions`, `Settings.cold_functions`)
+    DECORATOR = "decorator"  # decorators that change when a body runs
+    REGISTRATION = "registration"  # registrations that make a function reachable from forward passes
+    CALL = "call"  # what the calls around a function say about it
+    NESTING = "nesting"  # a nested function and its parent
+    GUARD = "guard"  # blocks that run once under a condition (cached builds, once flags, lazy returns)
+    LOOP = "loop"  # what counts as a per-iteration loop
+
+
+@dataclass(frozen=True)
+class Heuristic:
+    id: str
+    effect: Effect
+    group: Group
+    rationale: str  # one line: why code this heuristic matches is hot or cold
+    patterns: Tuple[str, ...] = ()  # the fnmatch globs of a name heuristic, in matching order
+    evidence: Tuple[str, ...] = ()  # `engine path:line` rows of benchmarks/engine_labels.tsv
+
+
+def _names(id: str, effect: Effect, rationale: str, patterns: Tuple[str, ...], evidence: Tuple[str, ...] = ()):
+    return Heuristic(id, effect, Group.NAME, rationale, patterns, evidence)
+
+
+_HOT, _COLD, _ONCE = Effect.HOT, Effect.COLD, Effect.ONE_TIME
+
+# Per-step and per-request entry points, tuned on the sglang, vllm and lmdeploy runtimes: the names their
+# schedulers, model runners, attention backends, samplers, LoRA managers and multimodal encoders use.
+# Patterns are matched against the name with and without leading underscores; a pattern with a dot
+# (`*MetadataBuilder.build`) is matched against a method's class name and name instead.
+HOT_NAMES: Tuple[Heuristic, ...] = (
+    _names(
+        "hot-name-forward", _HOT, "forward passes: `nn.Module.__call__` runs `forward` once per step",
+        ("forward", "forward_*", "*_forward", "*_fwd", "__call__"),  # forward_extend, model_forward, *_attention_fwd
+        evidence=(
+            "sglang layers/attention/dsa/dsa_npu_indexer.py:272",
+            "vllm model_executor/models/dots_ocr.py:551",
+            "lmdeploy pytorch/backends/cuda/token_dispatcher.py:341",
+            "sglang layers/pointer_head.py:69",
+        ),
+    ),
+    _names(
+        "hot-name-step", _HOT, "training and decode steps: `step`, `decode_step`, `train_step`",
+        ("step", "*_step"),
+        evidence=("sglang dllm/algorithm/joint_threshold.py:213", "sglang dllm/algorithm/joint_threshold.py:216"),
+    ),
+    _names(
+        "hot-name-prepare", _HOT, "batch preparation before each forward: prepare_for_decode, prepare_inputs",
+        ("*prepare_for_*", "prepare_inputs*", "prepare_lora_*"),
+        evidence=(
+            "sglang lora/backend/triton_backend.py:710",
+            "lmdeploy pytorch/models/internvl.py:833",
+            "sglang lora/backend/triton_backend.py:725",
+            "lmdeploy pytorch/models/internvl.py:856",
+        ),
+    ),
+    _names(
+        "hot-name-metadata", _HOT, "attention metadata is rebuilt once per forward batch (init_forward_metadata)",
+        # vllm's metadata builders: the model runner calls `build` once per forward batch for each KV-cache
+        # group (and `build_for_drafting` per draft step); one-word names need their class to be hot.
+        ("*forward_metadata*", "build*metadata*", "*MetadataBuilder.build", "*MetadataBuilder.build_for_drafting"),
+        evidence=(
+            "vllm v1/attention/backends/mla/sparse_swa.py:820",
+            "vllm v1/attention/backends/mla/sparse_swa.py:822",
+            "vllm v1/attention/backends/mla/sparse_swa.py:823",
+        ),
+    ),
+    _names("hot-name-plan", _HOT, "attention and kernel planning per batch: plan_sparse_prefill", ("plan_*", "*_plan")),
+    _names("hot-name-replay", _HOT, "CUDA-graph replay runs per step (capture stays cold)", ("*replay*",)),
+    _names("hot-name-decode", _HOT, "decode paths run once per generated token", ("*decode*",)),
+    _names(
+        "hot-name-extend", _HOT, "prefill (extend) paths run once per batch of new tokens",
+        ("*extend*",),
+        evidence=(
+            "sglang layers/attention/dsv4/low_ratio_backend_hip.py:482",
+            "sglang layers/attention/dsv4/low_ratio_backend_hip.py:485",
+        ),
+    ),
+    _names(
+        "hot-name-execute-model", _HOT, "the model runner's per-step entry point",
+        ("execute_model",),
+        evidence=(
+            "vllm v1/worker/gpu_model_runner.py:391",
+            "vllm v1/pool/late_interaction_runner.py:200",
+            "vllm v1/pool/late_interaction_runner.py:201",
+        ),
+    ),
+    _names(
+        "hot-name-sampling", _HOT, "sampling and logits run once per step",
+        ("sample", "sample_*", "compute_logits"),
+        evidence=(
+            "sglang sampling/watermarking/core.py:656",
+            "vllm v1/spec_decode/llm_base_proposer.py:1043",
+            "sglang sampling/watermarking/core.py:651",
+            "vllm v1/spec_decode/ngram_proposer_gpu.py:421",
+        ),
+    ),
+    _names(
+        "hot-name-multimodal", _HOT, "multimodal encoders run once per request with images, audio or video",
+        ("get_*_feature", "embed_multimodal"),
+        evidence=(
+            "sglang models/gemma3n_mm.py:360",
+            "sglang models/lfm2_vl.py:250",
+            "sglang models/midashenglm.py:537",
+            "sglang models/mimo_audio.py:949",
+        ),
+    ),
+    _names(
+        "hot-name-batch-result", _HOT, "the scheduler processes each batch's result", ("process_batch_result*",)
+    ),
+    _names(
+        "hot-name-step-context", _HOT,
+        "lmdeploy updates its step context and model metas per forward, through receivers of unknown class",
+        ("update_step_context", "update_model_metas"),
+        evidence=(
+            "lmdeploy pytorch/backends/dlinfer/ascend/op_backend.py:349",
+            "lmdeploy pytorch/backends/dlinfer/camb/op_backend.py:90",
+            "lmdeploy pytorch/models/chatglm2.py:774",
+            "lmdeploy pytorch/models/cogvlm.py:842",
+        ),
+    ),
+)
+
+# One-time work: construction, weight loading, buffer creation, CUDA-graph capture, warmup, tests.
+COLD_NAMES: Tuple[Heuristic, ...] = (
+    _names(
+        "cold-name-construction", _COLD, "constructors run once per object",
+        ("__init__", "__post_init__", "__init_subclass__", "__new__"),
+        evidence=("sglang mem_cache/pool_host/mamba.py:207", "lmdeploy pytorch/nn/eplb.py:171"),
+    ),
+    _names(
+        "cold-name-loading", _COLD, "model building, weight loading and initialisation run once at startup",
+        ("*load_weights*", "*load_model*", "*build_model*", "*initialize*", "load_state_dict", "*_after_loading",
+         "*weight_loader*", "*weights_iterator*"),
+        evidence=(
+            "sglang layers/engram.py:927",
+            "vllm distributed/weight_transfer/m2n_common.py:851",
+            "lmdeploy pytorch/adapter/adapter.py:21",
+            "sglang layers/engram.py:928",
+        ),
+    ),
+    _names(
+        "cold-name-weight-layout", _COLD, "weight layout conversions run once after loading",
+        ("*repack*", "*zero_points*", "*permute_scales*"),
+    ),
+    _names("cold-name-autotune", _COLD, "autotuning runs once per shape at startup", ("*autotune*",)),
+    _names("cold-name-abort", _COLD, "failure and cancellation paths are rare, not per step", ("*abort*",)),
+    _names(
+        "cold-name-reset", _COLD, "state resets follow reconfiguration or memory reuse",
+        ("reset_*",),
+        evidence=("vllm lora/layers/logits_processor.py:126",),
+    ),
+    _names(
+        "cold-name-buffers", _COLD, "weight and buffer creation happens once, before serving",
+        ("create_*weights*", "create_*buffer*", "init_*buffer*", "alloc*buffer*"),
+    ),
+    _names(
+        "cold-name-capture", _COLD, "CUDA-graph capture and its setup run once per graph",
+        ("init_cuda_graph*", "*capture*"),
+        evidence=(
+            "sglang hardware_backend/npu/attention/ascend_backend.py:881",
+            "sglang hardware_backend/npu/attention/ascend_backend.py:887",
+            "sglang model_executor/model_runner_components/cuda_graph_setup.py:277",
+            "sglang speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py:303",
+        ),
+    ),
+    _names(
+        "cold-name-warmup", _COLD, "warmup and dummy runs happen before serving",
+        ("*warmup*", "*warm_up*", "*dummy*"),
+    ),
+    _names("cold-name-tests", _COLD, "tests are not serving code", ("test_*",)),
+    _names("cold-name-profiling", _COLD, "memory profiling runs once at startup", ("*profile_run*", "_profile_*")),
+)
+
+# The project's own globs (`extend-hot-functions`, `extend-cold-functions`): their patterns come from Settings.
+CONFIGURED_NAMES: Tuple[Heuristic, ...] = (
+    _names("hot-name-configured", _HOT, "the project's `extend-hot-functions` names", ()),
+    _names("cold-name-configured", _COLD, "the project's `extend-cold-functions` names", ()),
+)
+
+STRUCTURAL: Tuple[Heuristic, ...] = (
+    Heuristic("hot-marker", _HOT, Group.MARKER, "`# h2dlint: hot` on a function or class: the author says so"),
+    Heuristic(
+        "cold-marker", _COLD, Group.MARKER, "`# h2dlint: cold` on a function, class or site: the author says so"
+    ),
+    Heuristic(
+        "hot-custom-op", _HOT, Group.REGISTRATION,
+        "a torch custom op (`@custom_op`, `direct_register_custom_op(op_func=f)`): forward passes call it",
+    ),
+    Heuristic(
+        "hot-called-in-loop", _HOT, Group.CALL, "a function called in a loop runs once per iteration",
+        evidence=(
+            "sglang managers/prefill_delayer.py:363",
+            "vllm v1/attention/backends/ultraquant_attn.py:556",
+            "sglang managers/schedule_batch.py:3293",
+            "vllm v1/attention/backends/ultraquant_attn.py:557",
+        ),
+    ),
+    Heuristic(
+        "cold-only-called-once", _COLD, Group.CALL,
+        "a function only one-time code calls (module level, cold functions, one-time guards) runs once",
+        evidence=(
+            "sglang layers/quantization/gguf.py:690",
+            "vllm distributed/weight_transfer/m2n_common.py:851",
+            "lmdeploy pytorch/adapter/adapter.py:21",
+            "vllm model_executor/layers/fused_moe/flashinfer_moe_ep.py:189",
+        ),
+    ),
+    Heuristic(
+        "hot-public-entry-point", _HOT, Group.CALL,
+        "a public per-step name keeps its heat though only one-time code calls it: the engine's loop calls "
+        "it where no call is in sight, and warmup or capture calling it too says nothing",
+        evidence=(
+            "sglang lora/backend/triton_backend.py:710",
+            "sglang lora/backend/triton_backend.py:725",
+            "sglang lora/backend/triton_backend.py:728",
+            "sglang lora/backend/triton_backend.py:729",
+        ),
+    ),
+    Heuristic(
+        "cold-decorator-cache", _COLD, Group.DECORATOR,
+        "`@lru_cache`, `@cache`, `@cached_property`: the body runs once per key",
+        evidence=(
+            "sglang multimodal/processors/internvl.py:56",
+            "vllm model_executor/models/openpangu_vl.py:1321",
+            "sglang multimodal/processors/internvl.py:59",
+            "vllm model_executor/models/openpangu_vl.py:1322",
+        ),
+    ),
+    Heuristic(
+        "cold-decorator-compile", _COLD, Group.DECORATOR,
+        "`@torch.compile`: tensors are built inside the compiled graph, not copied per call",
+        evidence=(
+            "vllm transformers_utils/processors/cohere_asr.py:299",
+            "vllm transformers_utils/processors/cohere_asr.py:300",
+            "vllm transformers_utils/processors/cohere_asr.py:327",
+        ),
+    ),
+    Heuristic("cold-nested-in-cold", _COLD, Group.NESTING, "a function nested in a cold function is cold"),
+    Heuristic(
+        "hot-in-loop", _HOT, Group.LOOP, "a site in a loop or comprehension body runs once per iteration",
+        evidence=(
+            "vllm v1/attention/backends/ultraquant_attn.py:380",
+            "vllm v1/attention/backends/ultraquant_attn.py:383",
+        ),
+    ),
+    Heuristic(
+        "one-time-fixed-iteration", _ONCE, Group.LOOP,
+        "a loop over a literal tuple or a table of constants repeats written steps, not data: setup walks "
+        "grids of sizes this way",
+        evidence=("sglang eplb/expert_location.py:338", "vllm kernels/helion/ops/silu_mul_fp8.py:43"),
+    ),
+    Heuristic(
+        "one-time-guard-none", _ONCE, Group.GUARD,
+        "`if self._x is None:` (or `getattr(self, '_x', None) is None`) builds a cached attribute once",
+        evidence=(
+            "sglang multimodal/processors/kimi_k25.py:506",
+            "vllm models/deepseek_v41/nvidia/model_state.py:341",
+            "sglang multimodal/processors/kimi_k25.py:511",
+        ),
+    ),
+    Heuristic("one-time-guard-hasattr", _ONCE, Group.GUARD, "`if not hasattr(self, '_x'):` builds `_x` once"),
+    Heuristic(
+        "one-time-guard-memo", _ONCE, Group.GUARD,
+        "`if t is None:` storing `t` in a cache or back in its attribute, `if key not in cache:` filling it: "
+        "once per key",
+        evidence=(
+            "sglang layers/attention/dsa_backend.py:3129",
+            "vllm model_executor/models/diffusion_gemma.py:804",
+            "sglang models/qwen2_moe.py:223",
+            "vllm models/minimax_m3/nvidia/msa_cutlass_sparse_decode.py:137",
+        ),
+    ),
+    Heuristic(
+        "one-time-guard-grows-on-demand", _ONCE, Group.GUARD,
+        "`if n > self.max: self.max = n; ...`: runs only when a new maximum arrives",
+        evidence=(
+            "sglang models/minicpmv.py:309",
+            "vllm model_executor/models/minicpmv.py:202",
+            "sglang models/minicpmv.py:431",
+            "vllm model_executor/models/minicpmv.py:330",
+        ),
+    ),
+    Heuristic(
+        "one-time-guard-once-flag", _ONCE, Group.GUARD,
+        "`if not X.done:` where the module only ever sets `done` to True: runs until the flag is set",
+        evidence=(
+            "lmdeploy pytorch/backends/dlinfer/ascend/op_backend.py:128",
+            "lmdeploy pytorch/backends/dlinfer/ascend/op_backend.py:129",
+            "lmdeploy pytorch/backends/dlinfer/ascend/op_backend.py:130",
+            "lmdeploy pytorch/backends/dlinfer/ascend/op_backend.py:131",
+        ),
+    ),
+    Heuristic(
+        "one-time-lazy-build", _ONCE, Group.GUARD,
+        "after `if self._x is not None: return ...`, the code that sets `self._x` runs on the first call",
+        evidence=(
+            "sglang layers/moe/moe_runner/flashinfer_cutedsl.py:120",
+            "vllm models/kimi_k3/nvidia/ops/recoverssm.py:835",
+            "vllm models/kimi_k3/nvidia/ops/recoverssm.py:842",
+            "vllm models/kimi_k3/nvidia/ops/recoverssm.py:852",
+        ),
+    ),
+    Heuristic(
+        "one-time-memo-lookup", _ONCE, Group.GUARD,
+        "after `if (v := CACHE.get(key)) is not None: return v`, the code that fills `CACHE` runs once per key",
+        evidence=(
+            "vllm lora/ops/triton_ops/fused_moe_lora_fp8_op.py:92",
+            "vllm lora/ops/triton_ops/lora_expand_fp8_op.py:38",
+            "vllm lora/ops/triton_ops/lora_shrink_fp8_op.py:65",
+        ),
+    ),
+)
+
+HEURISTICS: Tuple[Heuristic, ...] = HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL
+BY_ID: Dict[str, Heuristic] = {h.id: h for h in HEURISTICS}
+ALL_IDS: Tuple[str, ...] = tuple(BY_ID)
+
+
+def unknown_ids(ids: Iterable[str]) -> Tuple[str, ...]:
+    return tuple(i for i in ids if i not in BY_ID)
+
+
+def name_patterns(table: Tuple[Heuristic, ...], disabled: Iterable[str]) -> Tuple[Tuple[str, str], ...]:
+    """(glob, heuristic id) for the enabled heuristics of a name table, in matching order."""
+    off = frozenset(disabled)
+    return tuple((pattern, h.id) for h in table if h.id not in off for pattern in h.patterns)
+
+
+def preset_heuristic(preset, effect: Effect, patterns: Tuple[str, ...], part: str = "") -> Heuristic:
+    """A preset's own name list (`h2dlint.facts.presets`) as one heuristic: `hot-name-preset-training`."""
+    suffix = f"-{part}" if part else ""
+    return Heuristic(f"{effect.value}-name-preset-{preset.name}{suffix}", effect, Group.NAME, preset.rationale, patterns)
+
+
+def configured_heuristic(effect: Effect, patterns: Tuple[str, ...]) -> Heuristic:
+    """`hot-functions` / `cold-functions`, which replace the default names, as the configured heuristic."""
+    return Heuristic(f"{effect.value}-name-configured", effect, Group.NAME, BY_ID[f"{effect.value}-name-configured"].rationale, patterns)

@@ -1,0 +1,382 @@
+"""The heuristic registry: every heuristic has an id that the output names and that can switch it off."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from typing import Dict, Tuple
+
+import pytest
+from conftest import HOT, ROOT, write
+
+from h2dlint.facts.heuristics import BY_ID, HEURISTICS, HOT_NAMES, Effect, Group, Heuristic
+from h2dlint.facts.settings import Settings, UsageError
+from h2dlint.project.findings import check_source
+
+# One module per heuristic, with one H2D site whose verdict that heuristic decides: (id, source, reported
+# with every heuristic on). Switching the heuristic off must flip the verdict.
+CASES: Tuple[Tuple[str, str, bool], ...] = (
+    ("hot-name-forward", HOT, True),
+    ("hot-name-step", HOT.replace("forward", "step"), True),
+    ("hot-marker", HOT.replace("def forward(ids, dev):", "def run(ids, dev):  # h2dlint: hot"), True),
+    ("cold-marker", HOT.replace("def forward(ids, dev):", "def forward(ids, dev):  # h2dlint: cold"), False),
+    (
+        "cold-name-construction",
+        """
+        import torch
+
+        class Pool:
+            def __init__(self, sizes, dev):
+                for size in sizes:
+                    torch.tensor([size], device=dev)
+        """,
+        False,
+    ),
+    (
+        "cold-name-warmup",
+        "import torch\n\ndef warmup_forward(ids, dev):\n    return torch.tensor(ids, device=dev)\n",
+        False,
+    ),
+    (
+        "hot-custom-op",
+        """
+        import torch
+
+        @torch.library.custom_op("h2d::gather", mutates_args=())
+        def gather(ids, dev):
+            return torch.tensor(ids, device=dev)
+        """,
+        True,
+    ),
+    (
+        "hot-called-in-loop",
+        """
+        import torch
+
+        def upload(ids, dev):
+            return torch.tensor(ids, device=dev)
+
+        def run(batches, dev):
+            for batch in batches:
+                upload(batch, dev)
+        """,
+        True,
+    ),
+    (
+        "cold-only-called-once",
+        """
+        import torch
+
+        class Pool:
+            def __init__(self, sizes, dev):
+                self._fill(sizes, dev)
+
+            def _fill(self, sizes, dev):
+                for size in sizes:
+                    torch.tensor([size], device=dev)
+        """,
+        False,
+    ),
+    (
+        "hot-public-entry-point",
+        """
+        import torch
+
+        class Model:
+            def __init__(self, dev):
+                self.forward([0], dev)
+
+            def forward(self, ids, dev):
+                return torch.tensor(ids, device=dev)
+        """,
+        True,
+    ),
+    (
+        "cold-decorator-cache",
+        """
+        import functools
+        import torch
+
+        @functools.lru_cache(maxsize=None)
+        def forward_table(dev):
+            return torch.tensor([1, 2], device=dev)
+        """,
+        False,
+    ),
+    (
+        "cold-decorator-compile",
+        """
+        import torch
+
+        @torch.compile
+        def forward(ids, dev):
+            return torch.tensor(ids, device=dev)
+        """,
+        False,
+    ),
+    (
+        "hot-in-loop",
+        "import torch\n\ndef run(xs, dev):\n    for x in xs:\n        torch.tensor([x], device=dev)\n",
+        True,
+    ),
+    (
+        "one-time-fixed-iteration",
+        "import torch\n\ndef run(dev):\n    for n in (1, 2, 4):\n        torch.tensor([n], device=dev)\n",
+        False,
+    ),
+    ("cold-marker", HOT.replace("device=dev)", "device=dev)  # h2dlint: cold"), False),
+    (
+        "one-time-guard-none",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                if self._t is None:
+                    self._t = torch.tensor([1], device=dev)
+                return self._t
+        """,
+        False,
+    ),
+    (
+        "one-time-guard-hasattr",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                if not hasattr(self, "_t"):
+                    self._t = torch.tensor([1], device=dev)
+                return self._t
+        """,
+        False,
+    ),
+    (
+        "one-time-guard-memo",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                # keyed on the device, not on runtime data: built once per device (`facts.memo`)
+                if dev not in self._cache:
+                    self._cache[dev] = torch.tensor([1, 2], device=dev)
+                return self._cache[dev]
+        """,
+        False,
+    ),
+    (
+        "one-time-guard-grows-on-demand",
+        """
+        import torch
+
+        class Table:
+            def forward(self, n, dev):
+                if n > self.max_n:
+                    self.max_n = n
+                    self._ids = torch.tensor(list(range(n)), device=dev)
+                return self._ids
+        """,
+        False,
+    ),
+    (
+        "one-time-guard-once-flag",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                if not self.done:
+                    self._t = torch.tensor([1], device=dev)
+                    self.done = True
+        """,
+        False,
+    ),
+    (
+        "one-time-lazy-build",
+        """
+        import torch
+
+        class Table:
+            def forward(self, dev):
+                if self._t is not None:
+                    return self._t
+                self._t = torch.tensor([1], device=dev)
+                return self._t
+        """,
+        False,
+    ),
+    (
+        "one-time-memo-lookup",
+        """
+        import torch
+
+        _TABLES = {}
+
+        def forward(dev):
+            # keyed on the device, not on runtime data: built once per device (`facts.memo`)
+            if (table := _TABLES.get(dev)) is not None:
+                return table
+            table = torch.tensor([1, 2], device=dev)
+            _TABLES[dev] = table
+            return table
+        """,
+        False,
+    ),
+    (
+        "cold-nested-in-cold",
+        """
+        import torch
+
+        def load_model(dev):
+            def forward(ids):
+                return torch.tensor(ids, device=dev)
+            return forward
+        """,
+        False,
+    ),
+)
+
+CASE_IDS = [case[0] + ("-site" if "device=dev)  # h2dlint" in case[1] else "") for case in CASES]
+CONFIGURED = "import torch\n\ndef run_batch(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
+
+
+def count(source: str, **settings: object) -> int:
+    return len(check_source(textwrap.dedent(source), Settings(**settings)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("heuristic, source, reported", CASES, ids=CASE_IDS)
+def test_switching_a_heuristic_off_flips_the_verdict_it_decides(heuristic, source, reported):
+    assert count(source) == int(reported)
+    assert count(source, disable_heuristics=(heuristic,)) == int(not reported)
+
+
+@pytest.mark.parametrize("heuristic, source, reported", [c for c in CASES if c[2]], ids=[c[0] for c in CASES if c[2]])
+def test_a_finding_names_the_heuristic_that_made_it_hot(heuristic, source, reported):
+    (found,) = check_source(textwrap.dedent(source), Settings())
+    # An entry point keeps the heat its name gives it: the name is what made it hot.
+    assert found.heuristic == {"hot-public-entry-point": "hot-name-forward"}.get(heuristic, heuristic)
+
+
+def test_configured_names_have_their_own_id_and_switch_off_too():
+    assert count(CONFIGURED) == 0
+    (found,) = check_source(CONFIGURED, Settings(extend_hot_functions=("run_*",)))
+    assert found.heuristic == "hot-name-configured"
+    assert count(CONFIGURED, extend_hot_functions=("run_*",), disable_heuristics=("hot-name-configured",)) == 0
+
+
+def test_the_first_heuristic_whose_names_match_is_named():
+    settings = Settings()
+    assert settings.hot_name_heuristic("forward_decode") == "hot-name-forward"  # also *decode*
+    assert settings.hot_name_heuristic("_run_decode") == "hot-name-decode"
+    assert settings.hot_name_heuristic("build", "FlashMetadataBuilder") == "hot-name-metadata"
+    assert settings.hot_name_heuristic("build", "Pool") is None
+    assert settings.cold_name_heuristic("capture_graphs") == "cold-name-capture"
+    off = Settings(disable_heuristics=("hot-name-forward",))
+    assert off.hot_name_heuristic("forward_decode") == "hot-name-decode"
+    assert not off.is_hot_name("forward") and Settings().is_hot_name("forward")
+
+
+def test_a_preset_may_replace_a_name_table_and_its_ids_become_known():
+    mine = Heuristic("hot-name-mine", Effect.HOT, Group.NAME, "our serving loop", ("serve_*",))
+    settings = Settings(hot_names=HOT_NAMES + (mine,))
+    assert settings.hot_name_heuristic("serve_batch") == "hot-name-mine"
+    assert not Settings(hot_names=(mine,), disable_heuristics=("hot-name-mine",)).is_hot_name("serve_batch")
+    assert not Settings(hot_names=(mine,)).is_hot_name("forward")
+
+
+def test_unknown_heuristic_is_a_usage_error():
+    with pytest.raises(UsageError, match="unknown heuristic 'hot-name-nope'"):
+        Settings(disable_heuristics=("hot-name-nope",))
+
+
+def test_ids_are_unique_kebab_case_and_start_with_their_effect():
+    ids = [h.id for h in HEURISTICS]
+    assert len(ids) == len(set(ids))
+    for h in HEURISTICS:
+        assert re.fullmatch(r"[a-z]+(-[a-z]+)+", h.id), h.id
+        assert h.id.startswith(h.effect.value + "-"), h.id
+        assert h.rationale and "\n" not in h.rationale
+
+
+def _census() -> Dict[Tuple[str, str], str]:
+    rows = (line.split("\t") for line in (ROOT / "benchmarks" / "engine_labels.tsv").read_text().splitlines())
+    return {(row[0], row[1]): row[2] for row in rows if len(row) >= 3 and not row[0].startswith("#")}
+
+
+def test_evidence_rows_are_census_rows_whose_label_the_heuristic_explains():
+    census = _census()
+    hot_labels = {"per-step", "per-request"}
+    for h in HEURISTICS:
+        for row in h.evidence:
+            engine, _, site = row.partition(" ")
+            assert (engine, site) in census, f"{h.id}: {row} is not a row of engine_labels.tsv"
+            is_hot = census[(engine, site)] in hot_labels
+            assert is_hot == (h.effect is Effect.HOT), f"{h.id}: {row} is labelled {census[(engine, site)]}"
+
+
+def test_json_and_sarif_carry_the_heuristic(tmp_path, run_cli):
+    write(tmp_path, "hot.py", HOT)
+    code, out, _ = run_cli("check", "--output-format", "json", str(tmp_path))
+    assert code == 1 and [e["heuristic"] for e in json.loads(out)] == ["hot-name-forward"]
+    code, out, _ = run_cli("check", "--output-format", "sarif", str(tmp_path))
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert result["properties"] == {"heuristic": "hot-name-forward"}
+
+
+def test_explain_names_the_heuristic(tmp_path, run_cli):
+    path = write(tmp_path, "hot.py", HOT)
+    code, out, _ = run_cli("explain", f"{path}:4", str(tmp_path))
+    assert code == 0
+    assert out.count("[heuristic: hot-name-forward]") == 2  # the function's verdict and the site's
+
+
+def test_explain_names_the_guard_that_makes_a_site_one_time(tmp_path, run_cli):
+    source = dict((case[0], case[1]) for case in CASES)["one-time-guard-hasattr"]
+    path = write(tmp_path, "table.py", source)
+    code, out, _ = run_cli("explain", f"{path}:7", str(tmp_path))
+    assert code == 0 and "is not reported: it is inside a one-time cached build" in out
+    assert out.rstrip().endswith("[heuristic: one-time-guard-hasattr]")
+
+
+def test_every_heuristic_is_exercised_by_a_case():
+    structural = {"hot-name-configured", "cold-name-configured"}  # exercised with settings of their own
+    names = {h.id for h in HEURISTICS if h.patterns}
+    uncovered = {h.id for h in HEURISTICS} - {case[0] for case in CASES} - structural - names
+    assert not uncovered
+
+
+def test_the_flag_switches_a_heuristic_off_and_extends_the_configuration(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\ndisable-heuristics = ['hot-name-step']\n")
+    write(tmp_path, "hot.py", HOT)
+    write(tmp_path, "step.py", "import torch\n\ndef step(ids, dev):\n    return torch.tensor(ids, device=dev)\n")
+    code, out, _ = run_cli("check", "--output-format", "json", str(tmp_path))
+    assert code == 1 and [e["heuristic"] for e in json.loads(out)] == ["hot-name-forward"]
+    code, out, _ = run_cli("check", "--disable-heuristics", "hot-name-forward", str(tmp_path))
+    assert code == 0, out
+
+
+def test_an_unknown_id_on_the_command_line_is_one_line_exit_2(tmp_path, run_cli):
+    write(tmp_path, "hot.py", HOT)
+    for command in (["check"], ["explain", f"{tmp_path / 'hot.py'}:4"]):
+        flag = ("--disable-heuristics", "hot-name-forward,nope")
+        code, out, err = run_cli(command[0], *flag, *command[1:], str(tmp_path))
+        assert (code, out) == (2, "")
+        assert err == "h2dlint: error: unknown heuristic 'nope' (`h2dlint heuristics` lists them)\n"
+
+
+def test_an_unknown_id_in_the_configuration_names_the_file_exit_2(tmp_path, run_cli):
+    config = write(tmp_path, "pyproject.toml", "[tool.h2dlint]\ndisable-heuristics = ['nope']\n")
+    write(tmp_path, "hot.py", HOT)
+    code, out, err = run_cli("check", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and str(config) in err and "`disable-heuristics`" in err and "'nope'" in err
+
+
+def test_heuristics_command_lists_and_describes(run_cli):
+    code, out, _ = run_cli("heuristics")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == [h.id for h in HEURISTICS]
+    code, out, _ = run_cli("heuristics", "hot-name-forward")
+    assert code == 0 and "forward_*" in out and BY_ID["hot-name-forward"].rationale in out
+    assert run_cli("heuristics", "nope")[0] == 2
