@@ -18,7 +18,8 @@ from h2dlint.facts.settings import Settings, UsageError, selected_codes
 from h2dlint.facts.sources import SourceError
 from h2dlint.facts.summary import ModuleSummary
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
-from h2dlint.rules.rewrites import plan_fix
+from h2dlint.checker.jit import drop_fixes_in_jit_code
+from h2dlint.rules.fix_plan import plan_fix
 
 
 def enabled_rules(settings: Settings) -> List[Rule]:
@@ -71,9 +72,9 @@ def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings:
 
 def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
     tree = _parse(text)
-    planner = partial(plan_fix, tree=tree, text=text, lines=lines, helper_module=settings.helper_module)
-    summary = summarize(tree, lines, rules, planner)
+    summary = summarize(tree, lines, rules, partial(plan_fix, tree=tree, lines=lines))
     mark_captured(summary)
+    drop_fixes_in_jit_code(summary, tree)
     return summary
 
 

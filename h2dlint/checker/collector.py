@@ -21,7 +21,7 @@ from h2dlint.rules.rewrites import Rewrite
 
 T = TypeVar("T")
 
-FixPlanner = Callable[[Rewrite], Fix]
+FixPlanner = Callable[[Rewrite, str], Tuple[Optional[Fix], Optional[str]]]  # the fix, or why none
 
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
@@ -45,7 +45,7 @@ def summarize(
 ) -> ModuleSummary:
     """`lines` are the source's lines as Python numbers them (see `positions.source_lines`).
 
-    `plan_fix` turns a rule's `Rewrite` into text edits; without it, sites carry no fixes.
+    `plan_fix` turns a rule's `Rewrite` into a `Fix` record; without it, sites carry no fixes.
     """
     collector = _Collector(lines, rules, plan_fix)
     collector.run(module)
@@ -377,12 +377,7 @@ class _Collector:
         if found.rewrite is None or self._plan_fix is None or any(self._captures):
             # A pinned copy captured into a CUDA graph would read memory the graph does not own.
             return None, found.unfixable
-        stream_work = self._stream_work()
-        if stream_work:
-            return None, (
-                f"the function also {stream_work}, which may rely on the blocking copy draining the stream"
-            )
-        return self._plan_fix(found.rewrite), None
+        return self._plan_fix(found.rewrite, self._stream_work())
 
     def _stream_work(self) -> str:
         frame = self._frames[-1]

@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from h2dlint import __version__
 from h2dlint.checker.analyzer import enabled_codes, enabled_rules
@@ -19,11 +19,9 @@ from h2dlint.faces.explain import explain_line, parse_location, project_folder
 from h2dlint.faces.output import FORMATS, count_findings, render, render_errors, render_statistics
 from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
 from h2dlint.facts.positions import source_lines
-from h2dlint.facts.settings import Settings, UsageError
+from h2dlint.facts.settings import DEFAULT_HELPER_MODULE, Settings, UsageError
 from h2dlint.facts.sources import SourceError, read_bytes, read_source
-from h2dlint.fixing.autofix import unified_diff
 from h2dlint.fixing.baseline import add_noqa_to_file
-from h2dlint.fixing.project_fix import fix_paths
 from h2dlint.project.config import (
     Overrides,
     config_for_path,
@@ -35,12 +33,21 @@ from h2dlint.project.config import (
     unusable_configs,
 )
 from h2dlint.project.findings import FileResult
+from h2dlint.project.helper_module import helper_module_problem, module_name_for, project_roots
 from h2dlint.project.run import analyse_paths, check_paths
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
+
+if TYPE_CHECKING:
+    from h2dlint.fixing.autofix import FixOutcome
 
 RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime.py")  # read, never imported
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EDIT_FORMATS = ("json", "sarif")  # the formats that carry each fix's text edits
+DEFAULT_HELPER_NOTE = (
+    "Fixed code imports `{module}`, so it needs h2dlint installed to run; `h2dlint vendor-helper PATH` "
+    "copies the helper into your project instead (then set `helper-module`)."
+)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -102,6 +109,10 @@ def run_check(args: argparse.Namespace) -> int:
     usable = [p for p in paths if unusable_config(p) is None]
     settings = settings_from(config_for_path(usable[0]) if usable else None, overrides)
     if args.fix or args.diff:
+        config = config_for_path(usable[0]) if usable else None
+        problem = helper_module_problem(settings.helper_module, project_roots(config.root if config else None))
+        if problem is not None:
+            raise UsageError(problem)
         return _run_fix(paths, args, settings, overrides)
     show = _shows_progress(args)
     results = check_paths(
@@ -148,11 +159,14 @@ def _add_noqa(results: Sequence[FileResult]) -> int:
 def _run_fix(paths: Sequence[str], args: argparse.Namespace, settings: Settings, overrides: Overrides) -> int:
     """`--fix` rewrites files in place and reports what is left; `--diff` only prints what would change.
     Hotness comes from the project run; each file is fixed with its own configuration (`per-file-ignores`)."""
+    from h2dlint.fixing.autofix import unified_diff  # libcst is imported only where fixes are made
+    from h2dlint.fixing.project_fix import fix_paths
+
     show = _shows_progress(args)
     outcomes = fix_paths(
         paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache,
         write=not args.diff, excluded=excluded_by_config, progress=lambda files: with_progress(files, show=show),
-        settings_for=lambda path: settings_for_path(path, overrides),
+        settings_for=lambda path: settings_for_path(path, overrides), unsafe=args.unsafe_fixes,
     )
     results = [FileResult(o.path, o.remaining, o.error) for o in outcomes] + _unusable_config_results()
     fixed = sum(o.fixed for o in outcomes)
@@ -165,27 +179,55 @@ def _run_fix(paths: Sequence[str], args: argparse.Namespace, settings: Settings,
     _report(results, args)
     if args.output_format == "text" and not args.quiet:
         sys.stdout.write(f"Fixed {count_findings(fixed)}.\n")
+        if _used_default_helper(outcomes, overrides):
+            sys.stdout.write(DEFAULT_HELPER_NOTE.format(module=DEFAULT_HELPER_MODULE) + "\n")
     failed = any(r.diagnostics or r.error for r in results)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
 
+def _used_default_helper(outcomes: Sequence["FixOutcome"], overrides: Overrides) -> bool:
+    return any(
+        o.fixed and settings_for_path(o.path, overrides).helper_module == DEFAULT_HELPER_MODULE
+        and DEFAULT_HELPER_MODULE in o.after and DEFAULT_HELPER_MODULE not in o.before
+        for o in outcomes
+    )
+
+
 def run_vendor_helper(args: argparse.Namespace) -> int:
     """Copy the runtime helper's source into the user's project, so it need not depend on h2dlint to run."""
-    target = args.path
-    if os.path.isdir(target):
-        target = os.path.join(target, "h2d_runtime.py")
+    target = _vendor_target(args.path)
     source = read_bytes(RUNTIME_SOURCE)
-    if os.path.exists(target) and read_bytes(target) != source and not args.force:
-        raise UsageError(f"{target} exists and differs from the helper; pass --force to overwrite it")
-    with open(target, "wb") as out:
-        out.write(source)
-    module = os.path.splitext(os.path.relpath(target))[0].replace(os.sep, ".")
+    try:
+        if os.path.exists(target) and read_bytes(target) != source and not args.force:
+            raise UsageError(f"{target} exists and differs from the helper; pass --force to overwrite it")
+        with open(target, "wb") as out:
+            out.write(source)
+    except (OSError, SourceError) as error:
+        raise UsageError(f"cannot write {target}: {getattr(error, 'strerror', None) or error}") from None
+    module = module_name_for(target)
     print(f"Wrote {target}. Point fixes at it in pyproject.toml:\n\n[tool.h2dlint]\nhelper-module = \"{module}\"")
     return EXIT_CLEAN
 
 
+def _vendor_target(path: str) -> str:
+    """The file to write: PATH itself (a `.py` file in an existing folder), or `h2d_runtime.py` in folder PATH."""
+    if os.path.isdir(path):
+        return os.path.join(path, "h2d_runtime.py")
+    if not path.endswith(".py"):
+        raise UsageError(f"{path} is neither a folder nor a .py file to write the helper to")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"the folder {os.path.dirname(path) or folder} does not exist; create it first")
+    return path
+
+
 def _report(results: Sequence[FileResult], args: argparse.Namespace) -> None:
     sys.stderr.write(render_errors(results))
+    if args.output_format in EDIT_FORMATS:
+        from h2dlint.fixing.edits import with_fix_edits  # libcst is imported only where fixes are made
+
+        overrides = Overrides(exclude=tuple(args.exclude))
+        results = with_fix_edits(results, lambda path: settings_for_path(path, overrides).helper_module)
     sys.stdout.write(
         render(results, args.output_format, colour=wants_colour(sys.stdout), summary=not args.quiet)
     )
@@ -255,6 +297,10 @@ def _parser() -> argparse.ArgumentParser:
     fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
     fixing.add_argument(
         "--diff", action="store_true", help="print the fixes as a unified diff and change nothing (exit 1 if any)"
+    )
+    check.add_argument(
+        "--unsafe-fixes", action="store_true",
+        help="with --fix or --diff, also make the fixes that may change behaviour (each finding says why)",
     )
     _add_speed_options(check)
     check.set_defaults(run=run_check)

@@ -13,7 +13,7 @@ from typing import Dict, List, Sequence
 from urllib.parse import quote
 
 from h2dlint import __version__
-from h2dlint.facts.summary import Fix, Span
+from h2dlint.facts.summary import Span
 from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import ALL_RULES, Rule
 
@@ -77,16 +77,18 @@ def _result(path: str, d: Diagnostic, rule_index: Dict[str, int]) -> Dict[str, o
         "locations": [{"physicalLocation": {"artifactLocation": _artifact(path), "region": _region(d.span)}}],
     }
     if d.fix is not None:
-        result["fixes"] = [_fix(path, d.fix)]
+        result["fixes"] = [_fix(path, d)]
     return result
 
 
-def _fix(path: str, fix: Fix) -> Dict[str, object]:
+def _fix(path: str, d: Diagnostic) -> Dict[str, object]:
     replacements: List[Dict[str, object]] = [
-        {"deletedRegion": _region(edit.span), "insertedContent": {"text": edit.content}} for edit in fix.edits
+        {"deletedRegion": _region(edit.span), "insertedContent": {"text": edit.content}} for edit in d.edits
     ]
+    assert d.fix is not None
     return {
-        "description": {"text": fix.message},
+        "description": {"text": d.fix.message},
+        "properties": {"applicability": d.fix.applicability},
         "artifactChanges": [{"artifactLocation": _artifact(path), "replacements": replacements}],
     }
 

@@ -7,7 +7,7 @@ from typing import Callable, List, Optional, Sequence
 
 from h2dlint.checker.analyzer import enabled_codes, enabled_rules
 from h2dlint.facts.settings import Settings
-from h2dlint.fixing.autofix import FixOutcome, fix_file
+from h2dlint.fixing.autofix import FixOutcome, applies, fix_file
 from h2dlint.project.cache import Cache
 from h2dlint.project.files import Excluded, discover
 from h2dlint.project.findings import FileResult
@@ -24,6 +24,7 @@ def fix_paths(
     excluded: Optional[Excluded] = None,
     progress: Optional[Progress] = None,
     settings_for: Optional[Callable[[str], Settings]] = None,
+    unsafe: bool = False,
 ) -> List[FixOutcome]:
     """Fix what a project check of `paths` finds (write=False: only compute the fixes, for --diff).
 
@@ -35,14 +36,14 @@ def fix_paths(
         candidates = discover(paths, exclude, excluded)
         run = analyse(candidates, settings, jobs, cache, cache.load_last_run() if cache else None, progress)
         own = settings_for or (lambda path: settings)
-        return [_fix_result(result, run, own(result.path), write) for result in run.results]
+        return [_fix_result(result, run, own(result.path), write, unsafe) for result in run.results]
 
 
-def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool) -> FixOutcome:
+def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool, unsafe: bool) -> FixOutcome:
     codes = enabled_codes(settings)
     selected = [d for d in result.diagnostics if d.code in codes]
-    if result.error is not None or not any(d.fix is not None for d in selected):
+    if result.error is not None or not any(applies(d.fix, unsafe) for d in selected):
         return FixOutcome(result.path, selected, 0, "", "", result.error)
     module = run.modules[result.path]
     known = (module, file_heat(run.heat, module, run.summaries[result.path]))
-    return fix_file(result.path, settings, enabled_rules(settings), write=write, known=known)
+    return fix_file(result.path, settings, enabled_rules(settings), write=write, known=known, unsafe=unsafe)

@@ -22,7 +22,7 @@ from h2dlint.checker.call_graph import ModuleGraph
 from h2dlint.facts.heat import Heat, site_reason_for
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
-from h2dlint.facts.summary import Fix, Site, Span
+from h2dlint.facts.summary import Edit, Fix, Site, Span
 from h2dlint.project.cache import Cache, cache_roots, file_stat
 from h2dlint.project.hotness import function_heat, propagate
 from h2dlint.rules import RULES_BY_CODE, Rule
@@ -33,7 +33,8 @@ class Diagnostic:
     code: str
     message: str
     span: Span
-    fix: Optional[Fix] = None  # None when the rule has no fix, or the site cannot be fixed safely
+    fix: Optional[Fix] = None  # None when the rule has no fix, or the site cannot be fixed
+    edits: Tuple[Edit, ...] = ()  # the fix's text edits, for the JSON and SARIF formats (`fixing/edits.py`)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] 
 
 def _message(site: Site, reason: str) -> str:
     message = f"{site.problem}; {reason}. {site.remedy}."
+    if site.fix is not None and site.fix.caveat:
+        message += f" Unsafe fix ({site.fix.caveat}): apply it with `--unsafe-fixes`."
     if site.unfixable:
         message += f" Not fixed automatically: {site.unfixable}."
     return message
