@@ -1,12 +1,14 @@
 """Time h2dlint against flake8 (pyflakes) and ruff on one source tree, as issue 6 asks.
 
-    python benchmarks/speed.py TREE [--runs 5] [--json speed.json] [--jobs N]
+    python benchmarks/speed.py TREE [--runs 5] [--json speed.json] [--jobs N] [--baseline SRC]
 
 Measures, each as the median of several runs of a fresh process:
 - h2dlint cold (`--no-cache`), warm (second run, nothing changed) and one file changed (warm, after
   appending a comment to the tree's largest file; the file is restored afterwards);
 - `flake8 --select F -j2`, `ruff check --select F --no-cache` and `ruff check --select F` (cached);
-- TorchFix, when the `torchfix` command is installed.
+- TorchFix, when the `torchfix` command is installed;
+- with `--baseline SRC` (a checkout of another h2dlint version, such as `git worktree add /tmp/old REV`), the
+  same three h2dlint runs with that version's code, so old and new are compared in one run on one machine.
 Prints a table with ratios (cold against flake8, warm against ruff cached) and writes JSON. flake8 and ruff
 are not h2dlint dependencies: install them in the environment that runs this script.
 """
@@ -37,6 +39,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--slow-runs", type=int, default=3, help="runs for tools slower than 10 s")
     parser.add_argument("--json", default="speed.json", help="where to write the results")
     parser.add_argument("--jobs", type=int, default=None, help="h2dlint --jobs (default: its own default)")
+    parser.add_argument("--baseline", default=None, help="a checkout of another h2dlint version to time too")
     args = parser.parse_args(argv)
     tree = os.path.abspath(args.tree)
     with tempfile.TemporaryDirectory(prefix="h2dlint-speed-") as scratch:
@@ -56,17 +59,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def measure_all(tree: str, scratch: str, args: argparse.Namespace) -> Dict[str, dict]:
-    h2dlint = [sys.executable, "-m", "h2dlint", "check", tree] + (["-j", str(args.jobs)] if args.jobs else [])
-    cache_env = {**os.environ, "H2DLINT_CACHE_DIR": os.path.join(scratch, "h2dlint-cache")}
+    check = ["check", tree] + (["-j", str(args.jobs)] if args.jobs else [])
     ruff = ruff_command()
     ruff_cache = ["--cache-dir", os.path.join(scratch, "ruff-cache")]
     rows: Dict[str, dict] = {}
-    rows["h2dlint cold (--no-cache)"] = timed(h2dlint + ["--no-cache"], args.runs, cache_env)
-    run(h2dlint, cache_env)  # fill the cache
-    rows["h2dlint warm"] = timed(h2dlint, args.runs, cache_env)
-    largest = largest_file(tree)
-    rows["h2dlint one file changed"] = timed(h2dlint, args.runs, cache_env, before=changing(largest))
-    rows["h2dlint one file changed"]["file"] = os.path.relpath(largest, tree)
+    cache_env = {**os.environ, "H2DLINT_CACHE_DIR": os.path.join(scratch, "h2dlint-cache")}
+    rows.update(h2dlint_rows("h2dlint", [sys.executable, "-m", "h2dlint", *check], cache_env, tree, args.runs))
+    if args.baseline:
+        # -P: the baseline's code, not whatever the current folder holds, comes first on the path.
+        env = {**os.environ, "PYTHONPATH": os.path.abspath(args.baseline),
+               "H2DLINT_CACHE_DIR": os.path.join(scratch, "baseline-cache")}
+        command = [sys.executable, "-P", "-m", "h2dlint", *check]
+        rows.update(h2dlint_rows("baseline h2dlint", command, env, tree, args.runs))
     rows["flake8 --select F -j2"] = timed(
         [sys.executable, "-m", "flake8", "--select", "F", "-j2", tree], args.slow_runs
     )
@@ -78,6 +82,17 @@ def measure_all(tree: str, scratch: str, args: argparse.Namespace) -> Dict[str, 
     if torchfix is not None:
         rows["TorchFix"] = timed([torchfix, tree], 1)
     add_ratios(rows)
+    return rows
+
+
+def h2dlint_rows(label: str, h2dlint: List[str], env: Dict[str, str], tree: str, runs: int) -> Dict[str, dict]:
+    """Cold (`--no-cache`), warm (nothing changed) and one file changed (the tree's largest), each timed."""
+    rows = {f"{label} cold (--no-cache)": timed(h2dlint + ["--no-cache"], runs, env)}
+    run(h2dlint, env)  # fill the cache
+    rows[f"{label} warm"] = timed(h2dlint, runs, env)
+    largest = largest_file(tree)
+    rows[f"{label} one file changed"] = timed(h2dlint, runs, env, before=changing(largest))
+    rows[f"{label} one file changed"]["file"] = os.path.relpath(largest, tree)
     return rows
 
 

@@ -3,6 +3,43 @@ still checked, and the documented exit code (README, "Exit codes").
 
 Each case writes one bad path next to `b_hot.py`, a file with one finding, which must still be reported.
 The same folders go through `h2dlint check`, flake8 and the pre-commit hook's command line.
+
+What h2dlint promises, case by case:
+
+Whatever the input, h2dlint prints no traceback: each file it cannot check is one line on stderr,
+`PATH: error: REASON`, the other files are still checked, and the exit code is 1 (2 for a broken
+configuration). In `json` and `sarif` output these lines also appear as SARIF tool notifications, in `github`
+output as `::error` annotations. This file runs each case through the CLI, flake8 and the pre-commit hook's
+command.
+
+| input | what h2dlint says |
+| --- | --- |
+| syntax error, Python 2 code | `syntax error at 2:1: Missing parentheses in call to 'print'. Did you mean print(...)?` (Python's own words) |
+| bytes not valid in the file's encoding (no cookie: UTF-8) | `not valid utf-8 text: byte 0xe9 at offset 24` |
+| unknown coding cookie | `unknown encoding: klingon` |
+| NUL bytes | `source contains NUL bytes` |
+| nesting beyond Python's parser (about 3,000 levels) | `syntax error at 2:205: too many nested parentheses` or `too deeply nested for Python's parser`; anything Python compiles is analysed, however deep |
+| unreadable file | `cannot read: Permission denied` |
+| symlink loop, dangling symlink | `symbolic link loop`, `broken symbolic link to TARGET` |
+| a path that does not exist | `no such file or directory` |
+| a pipe, socket or device named `*.py` | passed over in folders; `not a regular file` when named |
+| a broken `pyproject.toml` | `PYPROJECT: error: not valid TOML: ... (the files it governs were not checked)`, once, exit 2 |
+| empty files, a folder named `x.py`, a folder symlink loop | checked normally (folders are walked; symlinked folders are not followed) |
+
+Files that cannot contain a finding (no `torch`, or no rule's trigger words) are not parsed for errors. Very
+large files are linear: a 50,000-line file with 12,500 findings checks in 1.5 s and fixes in 4.5 s. Under
+flake8, files Python cannot parse are flake8's own `E999`/`E902`; h2dlint adds `HTD001` (at 1:1) for a file
+it cannot analyse, including one that is not valid in its encoding (flake8 itself reads such a file as
+latin-1) and one whose configuration is broken. flake8 7 itself crashes on a 3,000-deep attribute chain
+before any plugin runs.
+
+**Fixes never corrupt a file.** `--fix` and `--add-noqa` write each file to a temporary file in the same
+folder, `fsync` it, give it the old file's mode (and owner, where allowed), and rename it over the original,
+through symlinks; encoding, BOM and line endings (LF, CRLF, mixed) are kept. A file whose bytes changed since
+they were read is reported and not written. Every fixed text must compile before it is written. A run that is
+killed leaves each file as it was or fully fixed (`tests/test_interrupted_fix.py` kills real runs with
+SIGKILL, SIGTERM and SIGINT among their writes); Ctrl-C and SIGTERM also remove the temporary file, which only
+SIGKILL can leave behind (`.h2dlint-*.tmp`).
 """
 
 from __future__ import annotations

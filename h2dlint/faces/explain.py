@@ -6,7 +6,7 @@ import os
 from typing import List, Optional, Tuple
 
 from h2dlint.checker.analyzer import FileSummary
-from h2dlint.facts.heat import Heat, site_cold_reason
+from h2dlint.facts.heat import Heat
 from h2dlint.facts.sources import SourceError
 from h2dlint.facts.summary import FunctionInfo, Site
 from h2dlint.project.findings import report_reason
@@ -68,16 +68,8 @@ def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str
     site: Site = file.summary.sites[index]
     owner: Optional[Heat] = heat.get((module, site.function))
     reason = report_reason(site, owner, module)
-    if RULES_BY_CODE[site.code].reports_capture:
-        if reason is None:
-            return "is not reported: it does not run under CUDA-graph capture"
-    elif site_cold_reason(site) is not None:
-        return f"is not reported: {site_cold_reason(site)}"
-    elif reason is None:
-        kind = "is not known to run per step"
-        if owner is not None:
-            kind = "is compiled, not run eagerly" if owner.tag == "compiled" else "runs once"
-        return f"is not reported: the code around it {kind} (see above)"
+    if reason is None:
+        return f"is not reported: {RULES_BY_CODE[site.code].unreported_reason(site, owner)}"
     if file.suppressed[index]:
         return f"is suppressed by `# noqa`; without it: {reason}"
     return f"is reported: {reason}"

@@ -7,6 +7,7 @@ import os
 from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
+from h2dlint.faces.rule_docs import rule_url
 from h2dlint.faces.sarif import render_sarif
 from h2dlint.facts.summary import SAFE, Span
 from h2dlint.project.findings import Diagnostic, FileResult
@@ -74,7 +75,7 @@ def render_json(results: Sequence[FileResult]) -> str:
                     **_json_span(d.span),
                     "noqa_row": d.span.row,
                     "fix": _json_fix(d),
-                    "url": None,
+                    "url": rule_url(d.code),
                 }
             )
     return json.dumps(entries, indent=2) + "\n"

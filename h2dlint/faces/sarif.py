@@ -13,6 +13,7 @@ from typing import Dict, List, Sequence
 from urllib.parse import quote
 
 from h2dlint import __version__
+from h2dlint.faces.rule_docs import rule_url
 from h2dlint.facts.summary import Span
 from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import ALL_RULES, Rule
@@ -52,6 +53,8 @@ def _rule_descriptor(rule: type[Rule]) -> Dict[str, object]:
         "fullDescription": {"text": rule.description()},
         "help": {"text": documentation, "markdown": documentation},
         "defaultConfiguration": {"level": LEVEL},
+        # SARIF's `helpUri` must be an absolute URI; the rule's page is a path in the repository (no site yet).
+        "properties": {"url": rule_url(rule.code)},
     }
 
 

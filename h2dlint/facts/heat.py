@@ -73,6 +73,17 @@ def site_reason_for(site: Site, owner: Optional[Heat], module: str = "") -> Opti
     return owner.reason_in(module) if owner is not None else None
 
 
+def site_unreported_reason(site: Site, owner: Optional[Heat]) -> str:
+    """Why `site` is not reported when `site_reason_for` finds it not hot, given the heat of its function."""
+    cold = site_cold_reason(site)
+    if cold is not None:
+        return cold
+    kind = "is not known to run per step"
+    if owner is not None:
+        kind = "is compiled, not run eagerly" if owner.tag == "compiled" else "runs once"
+    return f"the code around it {kind} (see above)"
+
+
 def site_cold_reason(site: Site) -> Optional[str]:
     """Why the site itself is one-time, whatever its function's heat; None when nothing at the site says so."""
     if site.marked_cold:

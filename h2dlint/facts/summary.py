@@ -10,6 +10,8 @@ from typing import Dict, List, Optional, Tuple, Union
 
 MODULE = "<module>"  # the owner of code outside any function
 
+LoopRegion = Tuple[str, int]  # ("loop" | "comprehension", the line it starts on)
+
 
 @dataclass(frozen=True)
 class Span:
@@ -106,7 +108,7 @@ class Site:
     remedy: str  # what to use instead
     span: Span
     function: str  # enclosing function qualname, or MODULE
-    loop: Optional[Tuple[str, int]]  # ("loop" | "comprehension", line), innermost, within the function
+    loop: Optional[LoopRegion]  # the innermost loop or comprehension, within the function
     marked_cold: bool = False
     in_graph_capture: bool = False  # runs under CUDA-graph capture (see `capture`): cold, never rewritten
     capture: Optional[str] = None  # why it runs under capture: "inside `with torch.cuda.graph(...)` at line 9"

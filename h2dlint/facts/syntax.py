@@ -1,4 +1,5 @@
-"""Fast iteration over `ast` children, for walks that visit every node of large trees.
+"""Fast iteration over `ast` children, for walks that visit every node of large trees, and the small name
+helpers that the facts share.
 
 `ast.iter_child_nodes` inspects every field of every node; this precomputes, per node type, the fields that
 can hold nodes, and skips the leaves that can never hold a call or a binding (names, constants, contexts).
@@ -7,7 +8,7 @@ can hold nodes, and skips the leaves that can never hold a call or a binding (na
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 # Fields that never hold a node worth visiting: expression contexts, operators, identifiers, flags.
 _SKIPPED_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "names", "kind", "level", "is_async", "conversion"})
@@ -30,3 +31,30 @@ def child_nodes(node: ast.AST) -> Iterator[ast.AST]:
                     yield item
         elif isinstance(value, ast.AST) and value.__class__ not in LEAVES:
             yield value
+
+
+def last_name(expr: ast.expr) -> str:
+    """`m` for `m` or `x.y.m`; "" for anything else."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return ""
+
+
+def dotted_name(expr: ast.expr) -> Optional[str]:
+    """`x.y.m` for a chain of attributes on a name, as written; None for anything else."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = dotted_name(expr.value)
+        return f"{base}.{expr.attr}" if base else None
+    return None
+
+
+def is_self(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Name) and expr.id in ("self", "cls")
+
+
+def is_none(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None

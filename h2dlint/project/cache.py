@@ -14,6 +14,16 @@ at worst one run's `last-run` replaces another's, and both are complete.
 
 A file whose size and modification time match `last-run` is taken to have the same content without being
 read (as git's index does); otherwise it is read and hashed.
+
+The last run's results and the hotness it found across files are reused. When nothing changed they are the
+answer. When some files changed, those are re-summarised; if their new summaries give the propagation the
+same input (the same functions, classes, imports, markers, and calls that can reach a project function, in
+the same order: an edit inside a function body, a comment, added or removed lines), the last run's hotness
+is kept, with the lines of moved loops renamed in the messages that name them, and only the affected files'
+findings are recomputed. Any other change (a new call to a project function, a new, renamed or deleted
+function or file) recomputes the propagation across the project from the cached summaries, so editing one
+file correctly changes another file's findings either way. Results are identical with and without the cache
+and with any number of workers (tests/test_cache.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from h2dlint.checker.analyzer import (
     summarize_text,
 )
 from h2dlint.checker.call_graph import ModuleGraph
-from h2dlint.facts.heat import Heat, site_reason_for
+from h2dlint.facts.heat import Heat
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
 from h2dlint.facts.summary import Edit, Fix, Site, Span
@@ -55,11 +55,8 @@ def diagnostics(file: FileSummary, heat: Dict[str, Heat], module: str = "") -> L
 
 
 def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
-    """Why `site` is reported, or None when it is not: hot code for most rules; CUDA-graph capture, whatever
-    the heat, for a rule that reports capture (HTD106)."""
-    if RULES_BY_CODE[site.code].reports_capture:
-        return site.capture
-    return site_reason_for(site, owner, module)
+    """Why `site` is reported, or None when it is not: its rule decides, given its function's heat."""
+    return RULES_BY_CODE[site.code].report_reason(site, owner, module)
 
 
 def check_source(text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:

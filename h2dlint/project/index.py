@@ -29,6 +29,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import Key
 from h2dlint.facts.summary import CallRef, FunctionInfo, ModuleSummary
+from h2dlint.project.module_names import absolute_import, components, suffix_index
 
 BY_NAME_LIMIT = 3
 
@@ -53,34 +54,6 @@ _BUILTIN_METHODS = frozenset(
 NEVER_BY_NAME = _TENSOR_AND_MODULE_METHODS | _BUILTIN_METHODS
 
 
-def module_names(paths: Iterable[str]) -> Dict[str, str]:
-    """A short dotted name for each file, unique in the run: its path from the folder above the files'
-    common folder (`srt.managers.scheduler` for `.../sglang/srt/managers/scheduler.py`)."""
-    absolute = {p: os.path.abspath(p) for p in paths}
-    if not absolute:
-        return {}
-    base = os.path.dirname(os.path.commonpath([os.path.dirname(a) for a in absolute.values()]))
-    names: Dict[str, str] = {}
-    taken: Set[str] = set()
-    for path, full in absolute.items():
-        name = ".".join(_components(os.path.relpath(full, base)))
-        if name in taken:
-            name = os.path.relpath(full, base)  # `pkg.py` beside `pkg/__init__.py`: keep both apart
-        taken.add(name)
-        names[path] = name
-    return names
-
-
-def _components(path: str) -> List[str]:
-    """`a/b/c.py` -> [a, b, c]; `a/b/__init__.py` -> [a, b]."""
-    parts = [p for p in path.replace(os.sep, "/").split("/") if p]
-    if parts and parts[-1].endswith(".py"):
-        parts[-1] = parts[-1][:-3]
-    if len(parts) > 1 and parts[-1] == "__init__":
-        parts.pop()
-    return parts
-
-
 class ProjectGraph(CallGraph):
     """Functions and calls of every module of a project, resolved across files."""
 
@@ -92,9 +65,9 @@ class ProjectGraph(CallGraph):
         needs no knowledge of where the import root is, and works for namespace packages (no `__init__.py`).
         """
         self._modules = modules
-        self._full_names = {name: ".".join(_components(os.path.abspath(path))) for name, path in paths.items()}
+        self._full_names = {name: ".".join(components(os.path.abspath(path))) for name, path in paths.items()}
         self._packages = frozenset(n for n, p in paths.items() if os.path.basename(p) == "__init__.py")
-        self._by_suffix = _suffix_index(self._full_names)
+        self._by_suffix = suffix_index(self._full_names)
         self._local = {name: ModuleGraph(summary, name) for name, summary in modules.items()}
         self._defined_names: Set[str] = set()
         self._methods_by_name: Dict[str, List[Key]] = {}
@@ -371,7 +344,7 @@ class ProjectGraph(CallGraph):
         if target is None:
             defined = name in summary.functions or name in summary.classes
             return (module, name) if defined else self._star_imported(module, name, depth)
-        dotted = _absolute(target, self._full_names[module], module in self._packages)
+        dotted = absolute_import(target, self._full_names[module], module in self._packages)
         found = self._by_suffix.get(dotted)
         if found:
             return (found, None)
@@ -384,34 +357,9 @@ class ProjectGraph(CallGraph):
     def _star_imported(self, module: str, name: str, depth: int) -> Optional[Tuple[str, Optional[str]]]:
         """`name` as a `from .common import *` of `module` brings it (`sglang.srt.utils` re-exports this way)."""
         for target in self._modules[module].star_imports:
-            found = self._by_suffix.get(_absolute(target, self._full_names[module], module in self._packages))
+            found = self._by_suffix.get(absolute_import(target, self._full_names[module], module in self._packages))
             if found:
                 imported = self._lookup(found, name, depth + 1)
                 if imported is not None and imported[1] is not None:
                     return imported
         return None
-
-
-def _suffix_index(full_names: Dict[str, str]) -> Dict[str, str]:
-    """Every dotted suffix of every module's full name -> that module ("" when two modules share it)."""
-    index: Dict[str, str] = {}
-    for name, full in full_names.items():
-        parts = full.split(".")
-        for start in range(len(parts)):
-            suffix = ".".join(parts[start:])
-            index[suffix] = name if index.get(suffix, name) == name else ""
-    return index
-
-
-def _absolute(target: str, module: str, is_package: bool) -> str:
-    """Resolve a relative import (`..x.y`) against the importing module."""
-    level = len(target) - len(target.lstrip("."))
-    if not level:
-        return target
-    package = module.split(".")
-    if not is_package:
-        package = package[:-1]
-    if level > 1:
-        package = package[: len(package) - (level - 1)]
-    rest = target[level:]
-    return ".".join(package + ([rest] if rest else []))

@@ -30,7 +30,8 @@ from h2dlint.project.cache import Cache, LastRun, Stat, content_key, file_stat
 from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_moved_loops
-from h2dlint.project.index import ProjectGraph, module_names
+from h2dlint.project.index import ProjectGraph
+from h2dlint.project.module_names import module_names
 
 # Below this many files to parse, starting worker processes costs more than it saves.
 SERIAL_BELOW = 48

@@ -1,18 +1,23 @@
 """The shape of a rule: one plain idea, its documentation, and its own examples (which are its tests).
 
-A rule only recognises a construct at a call site. Whether the site is hot, and so whether it is reported,
-is decided once for all rules by `h2dlint.project.hotness`.
+A rule recognises a construct at the nodes it looks at (`looks_at`: calls, subscripts, tests, `for`
+iterables; see `h2dlint.rules.context`), given the context the checker's walk keeps of each. Whether a site
+is hot is decided once for all rules by `h2dlint.project.hotness`; whether it is then reported is the
+rule's `report_reason`.
 """
 
 from __future__ import annotations
 
 import ast
-import textwrap
 from dataclasses import dataclass
-from typing import ClassVar, Optional, Sequence, Tuple
+from typing import ClassVar, FrozenSet, Optional, Sequence, Tuple, Union
 
-from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.heat import Heat, site_reason_for, site_unreported_reason
 from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import Site
+from h2dlint.rules.context import Context, NodeKind
+from h2dlint.rules.docs import dedent, render_documentation
+from h2dlint.rules.examples import Invalid, Valid
 from h2dlint.rules.rewrites import Rewrite
 
 
@@ -27,26 +32,6 @@ class Match:
     unfixable: Optional[str] = None  # why a rule that has a fix cannot apply it here
 
 
-@dataclass(frozen=True)
-class Valid:
-    """Code the rule must not report."""
-
-    code: str
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """Code the rule must report once, at `line` (and `column`, 1-based, when given).
-
-    `reason` is a substring the message must contain, typically why the site is hot.
-    """
-
-    code: str
-    line: int
-    column: Optional[int] = None
-    reason: str = ""
-
-
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -56,19 +41,53 @@ class Rule:
     why_bad: ClassVar[str]
     example: ClassVar[str]
     use_instead: ClassVar[str]
+    fix_availability: ClassVar[str]  # "sometimes" or "never": whether `--fix` can rewrite its findings
+    # What the fix changes and when it is withheld: one block, or several (shared text, then the rule's own).
+    fix_safety: ClassVar[Union[str, Tuple[str, ...]]]
+    known_problems: ClassVar[Union[str, Tuple[str, ...]]]  # where the rule is wrong or blind, honestly
+    options: ClassVar[Tuple[str, ...]] = ()  # the `[tool.h2dlint]` keys that change what it reports or fixes
+    references: ClassVar[Tuple[str, ...]] = ()  # keys of `docs.REFERENCES`
     # A cheap prefilter: the file must contain at least one word of every group, or the rule cannot match.
     triggers: ClassVar[Tuple[Tuple[str, ...], ...]]
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
-    # True for a rule that reports constructs under CUDA-graph capture: its sites are reported when they run
-    # under capture (see `analyzer.report_reason`), whatever their hotness, and other rules' sites there are not.
-    reports_capture: ClassVar[bool] = False
 
     def __init__(self, settings: Optional[Settings] = None) -> None:
         self.settings = settings if settings is not None else Settings()
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    # The nodes the rule looks at: the walk calls `check_<kind>` (`check_call`, ...) for each of these.
+    looks_at: ClassVar[FrozenSet[NodeKind]] = frozenset({NodeKind.CALL})
+
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         raise NotImplementedError
+
+    def check_subscript(self, subscript: ast.Subscript, context: Context) -> Optional[Match]:
+        """`x[i]` read."""
+        raise NotImplementedError
+
+    def check_subscript_target(self, subscript: ast.Subscript, context: Context) -> Optional[Match]:
+        """`x[i]` assigned to (`x[i] = v`, `x[i] += v`) or deleted."""
+        raise NotImplementedError
+
+    def check_test(self, test: ast.expr, context: Context) -> Optional[Match]:
+        """The test of an `if`, `while`, `assert` or conditional expression."""
+        raise NotImplementedError
+
+    def check_for_iterable(self, iterable: ast.expr, context: Context) -> Optional[Match]:
+        """What a `for` statement iterates over."""
+        raise NotImplementedError
+
+    @classmethod
+    def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
+        """Why `site`, one of this rule's, is reported, given the heat of its function (`owner`) and its
+        module; None when it is not. Most rules report hot code that is not one-time and does not run under
+        CUDA-graph capture. Findings and `explain` both ask this."""
+        return site_reason_for(site, owner, module)
+
+    @classmethod
+    def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
+        """Why `site` is not reported, when `report_reason` gives None: for `explain`."""
+        return site_unreported_reason(site, owner)
 
     @classmethod
     def may_match(cls, text: str) -> bool:
@@ -77,20 +96,9 @@ class Rule:
     @classmethod
     def description(cls) -> str:
         """What the rule does, in plain text: the first section of its documentation."""
-        return _dedent(cls.what_it_does)
+        return dedent(cls.what_it_does)
 
     @classmethod
     def documentation(cls) -> str:
-        sections = [
-            f"# {cls.name} ({cls.code})",
-            cls.summary,
-            "## What it does\n" + cls.description(),
-            "## Why is this bad?\n" + _dedent(cls.why_bad),
-            "## Example\n```python\n" + _dedent(cls.example) + "\n```",
-            "## Use instead\n```python\n" + _dedent(cls.use_instead) + "\n```",
-        ]
-        return "\n\n".join(sections) + "\n"
-
-
-def _dedent(text: str) -> str:
-    return textwrap.dedent(text).strip("\n")
+        """The rule's page, as `h2dlint rule CODE` prints it and SARIF carries it."""
+        return render_documentation(cls)

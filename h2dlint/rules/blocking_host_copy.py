@@ -6,8 +6,9 @@ import ast
 from typing import Optional
 
 from h2dlint.facts.constructs import device_copy, host_built_tensor, is_pinned
-from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
+from h2dlint.rules.docs import COPY_FIX_SAFETY, KNOWN_DRAIN_LIMITS, KNOWN_HEAT_LIMITS
 from h2dlint.rules.rewrites import copy_rewrite
 
 
@@ -50,72 +51,186 @@ class BlockingHostCopy(Rule):
                 self.batch_ranks = ranks.to(self.device, non_blocking=True)
         """
 
+    fix_availability = "sometimes"
+    fix_safety = (
+        COPY_FIX_SAFETY.format(copy="`torch.tensor(d, dtype=x).to(dev)` or `.cuda()`"),
+        """
+        A blocking copy of a source already built with `pin_memory=True` is reported with the remedy "pass
+        `non_blocking=True`" and no fix: that would remove the stream drain the blocking copy makes, which the code
+        may depend on.
+        """,
+    )
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Only a tensor built in the same function is recognised as host-built: one passed in as a parameter or kept in
+        an attribute is not, so those copies are missed.
+        """,
+        KNOWN_DRAIN_LIMITS,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    references = ("cuda-sync", "pin-memory", "runtime", "hotness")
+
     VALID = (
-        Valid("import torch\n\ndef step(x, dev):\n    return torch.tensor(x).to(dev, non_blocking=True)\n"),
-        Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to(torch.int32)\n"),
-        Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to(dtype=torch.int32)\n"),
-        Valid("import torch\n\ndef step(x):\n    return torch.from_numpy(x).to('cpu')\n"),
-        Valid("import torch\n\ndef step(x, dev):\n    return torch.tensor(x, device=dev).to(dev)\n"),
-        Valid("import torch\n\ndef step(x, dev):\n    return x.to(dev)\n"),
-        Valid("import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t + 1\n    return t.to(dev)\n"),
-        Valid("import torch\n\ndef setup(x):\n    return torch.tensor(x).cuda()\n"),
-        Valid("import torch\n\ndef step(x, **kw):\n    return torch.tensor(x, **kw).cuda()\n"),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                return torch.tensor(x).to(dev, non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            def step(x):
+                return torch.tensor(x).to(torch.int32)
+            """),
+        Valid("""
+            import torch
+
+            def step(x):
+                return torch.tensor(x).to(dtype=torch.int32)
+            """),
+        Valid("""
+            import torch
+
+            def step(x):
+                return torch.from_numpy(x).to('cpu')
+            """),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                return torch.tensor(x, device=dev).to(dev)
+            """),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                return x.to(dev)
+            """),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                t = torch.tensor(x)
+                t = t + 1
+                return t.to(dev)
+            """),
+        Valid("""
+            import torch
+
+            def setup(x):
+                return torch.tensor(x).cuda()
+            """),
+        Valid("""
+            import torch
+
+            def step(x, **kw):
+                return torch.tensor(x, **kw).cuda()
+            """),
         # Rebound names: what the copy reads is the binding just before it, here already on the device.
-        Valid(
-            "import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t.cuda(non_blocking=True)\n"
-            "    return t.to(dev)\n"
-        ),
-        Valid(
-            "import torch\n\ndef step(x, dev, gpu):\n    t = torch.tensor(x)\n    if gpu is not None:\n"
-            "        t = gpu\n    return t.to(dev)\n"
-        ),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                t = torch.tensor(x)
+                t = t.cuda(non_blocking=True)
+                return t.to(dev)
+            """),
+        Valid("""
+            import torch
+
+            def step(x, dev, gpu):
+                t = torch.tensor(x)
+                if gpu is not None:
+                    t = gpu
+                return t.to(dev)
+            """),
         # Built only on one path: the copy may read the caller's tensor, which may already be on the device.
-        Valid(
-            "import torch\n\ndef step(t, dev):\n    if not isinstance(t, torch.Tensor):\n"
-            "        t = torch.tensor(t)\n    t = t.to(dev)\n    return t\n"
-        ),
+        Valid("""
+            import torch
+
+            def step(t, dev):
+                if not isinstance(t, torch.Tensor):
+                    t = torch.tensor(t)
+                t = t.to(dev)
+                return t
+            """),
     )
     INVALID = (
         Invalid(
-            "import torch\n\ndef step(x, dev):\n    lens = torch.tensor([len(s) for s in x])\n"
-            "    lens = lens.to(dev)\n",
-            line=5,
+            """
+            import torch
+
+            def step(x, dev):
+                lens = torch.tensor([len(s) for s in x])
+                lens = lens.to(dev)  # HTD103
+            """,
             column=12,
             reason="`step` runs per step",
         ),
         Invalid(
-            "import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t.long()\n    return t.to(dev)\n",
-            line=6,
+            """
+            import torch
+
+            def step(x, dev):
+                t = torch.tensor(x)
+                t = t.long()
+                return t.to(dev)  # HTD103
+            """,
             column=12,
         ),
         Invalid(
-            "import torch\n\ndef step(x):\n    return torch.tensor(x).cuda()\n",
-            line=4,
+            """
+            import torch
+
+            def step(x):
+                return torch.tensor(x).cuda()  # HTD103
+            """,
+            fixed="""
+            import torch
+            from h2dlint.runtime import h2d_tensor
+
+            def step(x):
+                return h2d_tensor(x, device="cuda")
+            """,
             column=12,
             reason="`step` runs per step",
         ),
         Invalid(
-            "import torch\n\ndef feed(arrays, dev):\n    for a in arrays:\n"
-            "        yield torch.from_numpy(a).to(device=dev, dtype=torch.int32)\n",
-            line=5,
+            """
+            import torch
+
+            def feed(arrays, dev):
+                for a in arrays:
+                    yield torch.from_numpy(a).to(device=dev, dtype=torch.int32)  # HTD103
+            """,
             column=15,
             reason="in a loop at line 4",
         ),
         Invalid(
-            "import torch\n\ndef forward(ids, dev):\n    t = torch.as_tensor(ids, dtype=torch.int64)\n"
-            "    return t.long().to(dev, torch.int32)\n",
-            line=5,
+            """
+            import torch
+
+            def forward(ids, dev):
+                t = torch.as_tensor(ids, dtype=torch.int64)
+                return t.long().to(dev, torch.int32)  # HTD103
+            """,
             column=12,
         ),
         Invalid(
-            "import torch\n\ndef forward(ids):\n"
-            "    return torch.tensor(ids, pin_memory=True).cuda(non_blocking=False)\n",
-            line=4,
+            """
+            import torch
+
+            def forward(ids):
+                return torch.tensor(ids, pin_memory=True).cuda(non_blocking=False)  # HTD103
+            """,
             reason="`forward` runs per step",
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         copy = device_copy(call, names)
         if copy is None or copy.non_blocking:
             return None

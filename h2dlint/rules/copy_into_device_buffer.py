@@ -10,6 +10,8 @@ from h2dlint.facts.arguments import is_constant, is_false_literal, keyword_arg, 
 from h2dlint.facts.constructs import host_built_tensor, on_accelerator
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
 
 
 class CopyIntoDeviceBuffer(Rule):
@@ -64,92 +66,197 @@ class CopyIntoDeviceBuffer(Rule):
             seq_lens.copy_(lengths, non_blocking=True)
         """
 
+    fix_availability = "never"
+    fix_safety = """
+        There is no automatic fix: adding `pin_memory=True` and `non_blocking=True` removes the drain that the
+        blocking copy makes, and code that reads `buf` from another stream, or reads a buffer filled by an earlier
+        `non_blocking` device-to-host copy, may depend on it by accident.
+        """
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Only buffers whose placement is visible (a local or attribute built with an accelerator `device=`, or matching
+        `accelerator-tensors`) are checked, so copies into buffers passed in from elsewhere are missed. Only sources
+        built in the same function are recognised as pageable.
+        """,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
+    references = ("cuda-sync", "pin-memory", "sync-debug-mode", "hotness")
+
     VALID = (
-        Valid("import torch\n\ndef forward(buf, x):\n    buf.copy_(torch.tensor(x))\n"),
-        Valid(
-            "import torch\n\ndef forward(x, dev):\n    buf = torch.zeros(4, device=dev)\n"
-            "    buf.copy_(torch.tensor(x, pin_memory=True), non_blocking=True)\n"
-        ),
-        Valid(
-            "import torch\n\ndef forward(x, dev):\n    buf = torch.zeros(4, device=dev)\n"
-            "    buf.copy_(torch.tensor(x, device=dev))\n"
-        ),
-        Valid("import torch\n\ndef forward(x):\n    buf = torch.zeros(4)\n    buf.copy_(torch.tensor(x))\n"),
-        Valid(
-            "import torch\n\ndef load(x, dev):\n    buf = torch.zeros(4, device=dev)\n"
-            "    buf.copy_(torch.tensor(x))\n"
-        ),
-        Valid(
-            "import torch\n\ndef forward(x, y, dev):\n    buf = torch.zeros(4, device=dev)\n    buf.copy_(y)\n"
-        ),
-        Valid(
-            "import torch\n\nclass Runner:\n    def __init__(self, dev):\n        self.buf = torch.zeros(4, device=dev)\n\n"
-            "    def reset(self):\n        self.buf = None\n\n"
-            "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
-        ),
-        Valid(
-            "import torch\n\nclass Runner:\n    def __init__(self):\n        self.buf = torch.zeros(4, pin_memory=True)\n\n"
-            "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
-        ),
-        Valid(
-            "import torch\n\nclass Drafter:\n    def __init__(self, dev, host):\n"
-            "        self.mask = torch.empty(64, dtype=torch.bool, device=dev)\n        self.masks = []\n"
-            "        self.masks.append(self.mask[:8])\n        self.masks.append(host)\n\n"
-            "    def forward(self, rows):\n        self.masks[0].copy_(torch.tensor(rows))\n"
-        ),
-        Valid(
-            "import torch\n\nclass Runner:\n    def __init__(self):\n        i32 = dict(dtype=torch.int32)\n"
-            "        self.buf = torch.zeros(4, **i32)\n\n"
-            "    def forward(self, x):\n        self.buf.copy_(torch.tensor(x))\n"
-        ),
+        Valid("""
+            import torch
+
+            def forward(buf, x):
+                buf.copy_(torch.tensor(x))
+            """),
+        Valid("""
+            import torch
+
+            def forward(x, dev):
+                buf = torch.zeros(4, device=dev)
+                buf.copy_(torch.tensor(x, pin_memory=True), non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            def forward(x, dev):
+                buf = torch.zeros(4, device=dev)
+                buf.copy_(torch.tensor(x, device=dev))
+            """),
+        Valid("""
+            import torch
+
+            def forward(x):
+                buf = torch.zeros(4)
+                buf.copy_(torch.tensor(x))
+            """),
+        Valid("""
+            import torch
+
+            def load(x, dev):
+                buf = torch.zeros(4, device=dev)
+                buf.copy_(torch.tensor(x))
+            """),
+        Valid("""
+            import torch
+
+            def forward(x, y, dev):
+                buf = torch.zeros(4, device=dev)
+                buf.copy_(y)
+            """),
+        Valid("""
+            import torch
+
+            class Runner:
+                def __init__(self, dev):
+                    self.buf = torch.zeros(4, device=dev)
+
+                def reset(self):
+                    self.buf = None
+
+                def forward(self, x):
+                    self.buf.copy_(torch.tensor(x))
+            """),
+        Valid("""
+            import torch
+
+            class Runner:
+                def __init__(self):
+                    self.buf = torch.zeros(4, pin_memory=True)
+
+                def forward(self, x):
+                    self.buf.copy_(torch.tensor(x))
+            """),
+        Valid("""
+            import torch
+
+            class Drafter:
+                def __init__(self, dev, host):
+                    self.mask = torch.empty(64, dtype=torch.bool, device=dev)
+                    self.masks = []
+                    self.masks.append(self.mask[:8])
+                    self.masks.append(host)
+
+                def forward(self, rows):
+                    self.masks[0].copy_(torch.tensor(rows))
+            """),
+        Valid("""
+            import torch
+
+            class Runner:
+                def __init__(self):
+                    i32 = dict(dtype=torch.int32)
+                    self.buf = torch.zeros(4, **i32)
+
+                def forward(self, x):
+                    self.buf.copy_(torch.tensor(x))
+            """),
     )
     INVALID = (
         Invalid(
-            "import torch\n\ndef forward(x, dev):\n    buf = torch.zeros(4, device=dev)\n"
-            "    buf.copy_(torch.tensor(x, dtype=torch.int32))\n",
-            line=5,
+            """
+            import torch
+
+            def forward(x, dev):
+                buf = torch.zeros(4, device=dev)
+                buf.copy_(torch.tensor(x, dtype=torch.int32))  # HTD107
+            """,
             column=5,
             reason="`forward` runs per step",
         ),
         Invalid(
-            "import numpy as np\nimport torch\n\ndef step(rows, t):\n    buf = t.cuda()\n"
-            "    host = torch.from_numpy(np.asarray(rows))\n    buf[: len(rows)].copy_(host, non_blocking=True)\n",
-            line=7,
+            """
+            import numpy as np
+            import torch
+
+            def step(rows, t):
+                buf = t.cuda()
+                host = torch.from_numpy(np.asarray(rows))
+                buf[: len(rows)].copy_(host, non_blocking=True)  # HTD107
+            """,
             column=5,
         ),
         Invalid(
-            "import torch\n\nclass Runner:\n    def __init__(self, dev):\n"
-            "        self.seq_lens = torch.zeros(8, dtype=torch.int32, device=dev)\n\n"
-            "    def forward(self, lens):\n        self.seq_lens[: len(lens)].copy_(torch.tensor(lens))\n",
-            line=8,
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, dev):
+                    self.seq_lens = torch.zeros(8, dtype=torch.int32, device=dev)
+
+                def forward(self, lens):
+                    self.seq_lens[: len(lens)].copy_(torch.tensor(lens))  # HTD107
+            """,
             column=9,
             reason="`Runner.forward` runs per step",
         ),
         Invalid(
-            "import torch\n\nclass Residency:\n    def __init__(self, dev):\n"
-            "        i32 = dict(dtype=torch.int32, device=dev)\n        self.lastuse = torch.zeros(8, **i32)\n\n"
-            "    def forward(self, lens):\n        self.lastuse.copy_(torch.tensor(lens, dtype=torch.int32))\n",
-            line=9,
+            """
+            import torch
+
+            class Residency:
+                def __init__(self, dev):
+                    i32 = dict(dtype=torch.int32, device=dev)
+                    self.lastuse = torch.zeros(8, **i32)
+
+                def forward(self, lens):
+                    self.lastuse.copy_(torch.tensor(lens, dtype=torch.int32))  # HTD107
+            """,
             reason="`Residency.forward` runs per step",
         ),
         Invalid(
-            "import torch\n\nclass Drafter:\n    def __init__(self, dev, sizes):\n"
-            "        self.mask = torch.empty(64, dtype=torch.bool, device=dev)\n        self.mask_by_size = []\n"
-            "        for n in sizes:\n            self.mask_by_size.append(self.mask[:n])\n\n"
-            "    def prepare_for_decode(self, rows):\n        mask = self.mask_by_size[len(rows)]\n"
-            "        mask.copy_(torch.tensor(rows))\n",
-            line=12,
+            """
+            import torch
+
+            class Drafter:
+                def __init__(self, dev, sizes):
+                    self.mask = torch.empty(64, dtype=torch.bool, device=dev)
+                    self.mask_by_size = []
+                    for n in sizes:
+                        self.mask_by_size.append(self.mask[:n])
+
+                def prepare_for_decode(self, rows):
+                    mask = self.mask_by_size[len(rows)]
+                    mask.copy_(torch.tensor(rows))  # HTD107
+            """,
             reason="`Drafter.prepare_for_decode` runs per step",
         ),
         Invalid(
-            "import torch\n\ndef run(batches, dev):\n    buf = torch.empty(8, device=dev)\n    for b in batches:\n"
-            "        buf.copy_(src=torch.as_tensor(b))\n",
-            line=6,
+            """
+            import torch
+
+            def run(batches, dev):
+                buf = torch.empty(8, device=dev)
+                for b in batches:
+                    buf.copy_(src=torch.as_tensor(b))  # HTD107
+            """,
             reason="in a loop at line 5",
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         if not isinstance(call.func, ast.Attribute) or call.func.attr != "copy_":
             return None
         positional = positional_args(call)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Optional, Sequence, Type
 
-from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.heat import Heat
 from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import Site
 from h2dlint.rules.as_tensor_with_device import AsTensorWithDevice
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.blocking_host_copy import BlockingHostCopy
+from h2dlint.rules.context import Context
 from h2dlint.rules.copy_into_device_buffer import CopyIntoDeviceBuffer
 from h2dlint.rules.new_tensor_on_device import NewTensorOnDevice
 from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
@@ -26,7 +28,6 @@ class CopyUnderCapture(Rule):
     name = "copy-under-graph-capture"
     summary = "A host-to-device copy inside `torch.cuda.graph(...)` capture: an error, or a silently wrong graph."
     triggers = (("graph",),)
-    reports_capture = True
 
     what_it_does = """
         Checks for any construct of HTD101-HTD105 and HTD107 (`torch.tensor(..., device=...)`,
@@ -60,48 +61,101 @@ class CopyUnderCapture(Rule):
                 self.out = self.model(self.input_ids[:bs], self.positions[:bs])
         """
 
+    fix_availability = "never"
+    fix_safety = """
+        There is no automatic fix, and the other rules' fixes are never applied under capture: a pinned `non_blocking`
+        copy would be captured reading host memory the graph does not own, which is silently wrong on replay. Move the
+        copy out of the captured region into a static buffer by hand.
+        """
+    known_problems = """
+        Only `with torch.cuda.graph(...)` blocks count as capture, and only calls to functions of the same module are
+        followed from them: code captured through `torch.cuda.make_graphed_callables`, `CUDAGraph.capture_begin()`, an
+        engine's own capture wrapper or a function in another module is not recognised. It finds the constructs
+        HTD101-HTD105 and HTD107 find, with their blind spots.
+        """
+    options = ("accelerator-tensors",)
+    references = ("cuda-graphs", "cuda-sync")
+
     VALID = (
-        Valid(
-            "import torch\n\ndef capture(g, dev):\n    ids = torch.tensor([0], device=dev)\n"
-            "    with torch.cuda.graph(g):\n        out = model(ids)\n"
-        ),
-        Valid(
-            "import torch\n\ndef forward(ids, dev):  # 'graph' in a comment only\n"
-            "    return torch.tensor(ids, device=dev)\n"
-        ),
-        Valid(
-            "import torch\n\ndef capture(g, dev, x):\n    with torch.cuda.graph(g):\n        out = x.to(dev)\n"
-        ),
-        Valid(
-            "import torch\n\ndef helper(dev):\n    return torch.tensor([1], device=dev)\n\n"
-            "def capture(g, dev):\n    helper(dev)\n    with torch.cuda.graph(g):\n        pass\n"
-        ),
+        Valid("""
+            import torch
+
+            def capture(g, dev):
+                ids = torch.tensor([0], device=dev)
+                with torch.cuda.graph(g):
+                    out = model(ids)
+            """),
+        Valid("""
+            import torch
+
+            def forward(ids, dev):  # 'graph' in a comment only
+                return torch.tensor(ids, device=dev)
+            """),
+        Valid("""
+            import torch
+
+            def capture(g, dev, x):
+                with torch.cuda.graph(g):
+                    out = x.to(dev)
+            """),
+        Valid("""
+            import torch
+
+            def helper(dev):
+                return torch.tensor([1], device=dev)
+
+            def capture(g, dev):
+                helper(dev)
+                with torch.cuda.graph(g):
+                    pass
+            """),
     )
     INVALID = (
         Invalid(
-            "import torch\n\ndef capture(g, dev, ids):\n    buf = torch.zeros(8, device=dev)\n"
-            "    with torch.cuda.graph(g):\n        buf.copy_(torch.tensor(ids))\n",
-            line=6,
+            """
+            import torch
+
+            def capture(g, dev, ids):
+                buf = torch.zeros(8, device=dev)
+                with torch.cuda.graph(g):
+                    buf.copy_(torch.tensor(ids))  # HTD106
+            """,
             reason="HTD107",
         ),
         Invalid(
-            "import torch\n\ndef capture(g, dev, bs):\n    with torch.cuda.graph(g):\n"
-            "        pos = torch.tensor(list(range(bs)), device=dev)\n",
-            line=5,
+            """
+            import torch
+
+            def capture(g, dev, bs):
+                with torch.cuda.graph(g):
+                    pos = torch.tensor(list(range(bs)), device=dev)  # HTD106
+            """,
             column=15,
             reason="inside `with torch.cuda.graph(...)` at line 4",
         ),
         Invalid(
-            "import torch\n\nclass Runner:\n    def run_once(self, ids):\n"
-            "        return torch.tensor(ids).to(self.device)\n\n"
-            "    def capture_one(self, g, ids):\n        with torch.cuda.graph(g):\n            self.run_once(ids)\n",
-            line=5,
+            """
+            import torch
+
+            class Runner:
+                def run_once(self, ids):
+                    return torch.tensor(ids).to(self.device)  # HTD106
+
+                def capture_one(self, g, ids):
+                    with torch.cuda.graph(g):
+                        self.run_once(ids)
+            """,
             reason="`Runner.run_once` is called inside `with torch.cuda.graph(...)` at line 8 of `Runner.capture_one`",
         ),
         Invalid(
-            "import torch\nfrom torch.cuda import graph\n\ndef step(g, ids, dev):\n    with graph(g):\n"
-            "        return torch.as_tensor(ids, device=dev)\n",
-            line=6,
+            """
+            import torch
+            from torch.cuda import graph
+
+            def step(g, ids, dev):
+                with graph(g):
+                    return torch.as_tensor(ids, device=dev)  # HTD106
+            """,
         ),
     )
 
@@ -109,9 +163,18 @@ class CopyUnderCapture(Rule):
         super().__init__(settings)
         self._copy_rules = [rule(self.settings) for rule in COPY_RULES]
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    @classmethod
+    def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
+        """Under capture, whatever the heat: capture fails or reads stale memory even in one-time code."""
+        return site.capture
+
+    @classmethod
+    def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
+        return "it does not run under CUDA-graph capture"
+
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         for rule in self._copy_rules:
-            found = rule.match(call, names)
+            found = rule.check_call(call, context)
             if found is not None:
                 return Match(
                     node=found.node,

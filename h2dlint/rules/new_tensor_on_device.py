@@ -10,6 +10,8 @@ from h2dlint.facts.arguments import keyword_value
 from h2dlint.facts.constructs import is_host_device, on_accelerator
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
 
 
 class NewTensorOnDevice(Rule):
@@ -50,50 +52,118 @@ class NewTensorOnDevice(Rule):
             lengths = pinned.to(positions.device, non_blocking=True)
         """
 
+    fix_availability = "never"
+    fix_safety = """
+        There is no automatic fix: where the new tensor lands is decided by `x` at run time, and the rewrite needs
+        both the device and the dtype `new_tensor` takes from `x`. Write the pinned copy by hand, as in "Use instead".
+        """
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Most receivers are of unknown placement (parameters, dataclass fields, helper return values), so the rule
+        misses most `new_tensor` calls unless `accelerator-tensors` names them; `["*"]` reports every receiver,
+        including tensors that are on the CPU.
+        """,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
+    references = ("cuda-sync", "pin-memory", "hotness")
+
     VALID = (
-        Valid("import torch\n\ndef forward(x, data):\n    return x.new_tensor(data)\n"),
-        Valid("import torch\n\ndef forward(x, data):\n    return x.cuda().new_tensor(data, device='cpu')\n"),
-        Valid("import torch\n\ndef forward(data):\n    x = torch.zeros(3)\n    return x.new_tensor(data)\n"),
-        Valid(
-            "import torch\n\ndef load(data):\n    x = torch.zeros(3, device='cuda')\n    return x.new_tensor(data)\n"
-        ),
-        Valid(
-            "import torch\n\ndef forward(data):\n    x = torch.zeros(3, device='cpu')\n    return x.new_tensor(data)\n"
-        ),
-        Valid(
-            "import torch\n\nclass M:\n    def __init__(self, dev, host):\n        self.x = torch.zeros(3, device=dev)\n"
-            "        if host:\n            self.x = torch.zeros(3)\n\n"
-            "    def forward(self, data):\n        return self.x.new_tensor(data)\n"
-        ),
+        Valid("""
+            import torch
+
+            def forward(x, data):
+                return x.new_tensor(data)
+            """),
+        Valid("""
+            import torch
+
+            def forward(x, data):
+                return x.cuda().new_tensor(data, device='cpu')
+            """),
+        Valid("""
+            import torch
+
+            def forward(data):
+                x = torch.zeros(3)
+                return x.new_tensor(data)
+            """),
+        Valid("""
+            import torch
+
+            def load(data):
+                x = torch.zeros(3, device='cuda')
+                return x.new_tensor(data)
+            """),
+        Valid("""
+            import torch
+
+            def forward(data):
+                x = torch.zeros(3, device='cpu')
+                return x.new_tensor(data)
+            """),
+        Valid("""
+            import torch
+
+            class M:
+                def __init__(self, dev, host):
+                    self.x = torch.zeros(3, device=dev)
+                    if host:
+                        self.x = torch.zeros(3)
+
+                def forward(self, data):
+                    return self.x.new_tensor(data)
+            """),
     )
     INVALID = (
         Invalid(
-            "import torch\n\nclass M:\n    def __init__(self, dev):\n        self.lens = torch.zeros(3, device=dev)\n\n"
-            "    def forward(self, data):\n        return self.lens.new_tensor(data)\n",
-            line=8,
+            """
+            import torch
+
+            class M:
+                def __init__(self, dev):
+                    self.lens = torch.zeros(3, device=dev)
+
+                def forward(self, data):
+                    return self.lens.new_tensor(data)  # HTD105
+            """,
             column=16,
             reason="`M.forward` runs per step",
         ),
         Invalid(
-            "import torch\n\ndef forward(data, dev):\n    x = torch.zeros(3, device=dev)\n"
-            "    return x.new_tensor(data)\n",
-            line=5,
+            """
+            import torch
+
+            def forward(data, dev):
+                x = torch.zeros(3, device=dev)
+                return x.new_tensor(data)  # HTD105
+            """,
             column=12,
             reason="`forward` runs per step",
         ),
         Invalid(
-            "import torch\n\ndef step(data, t):\n    x = t.cuda()\n    return x.new_tensor(data)\n",
-            line=5,
+            """
+            import torch
+
+            def step(data, t):
+                x = t.cuda()
+                return x.new_tensor(data)  # HTD105
+            """,
         ),
         Invalid(
-            "import torch\n\ndef run(batches, t, dev):\n    for b in batches:\n"
-            "        yield t.new_tensor(b, device=dev)\n",
-            line=5,
+            """
+            import torch
+
+            def run(batches, t, dev):
+                for b in batches:
+                    yield t.new_tensor(b, device=dev)  # HTD105
+            """,
             reason="in a loop at line 4",
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         if not isinstance(call.func, ast.Attribute) or call.func.attr != "new_tensor":
             return None
         device = keyword_value(call, "device")

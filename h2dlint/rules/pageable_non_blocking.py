@@ -6,8 +6,9 @@ import ast
 from typing import Optional
 
 from h2dlint.facts.constructs import device_copy, host_built_tensor
-from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
+from h2dlint.rules.docs import COPY_FIX_SAFETY, KNOWN_HEAT_LIMITS
 from h2dlint.rules.rewrites import copy_rewrite
 
 
@@ -51,68 +52,161 @@ class PageableNonBlocking(Rule):
                 )
         """
 
+    fix_availability = "sometimes"
+    fix_safety = COPY_FIX_SAFETY.format(
+        copy="`torch.tensor(d, dtype=x).to(dev, non_blocking=True)` or `.cuda(non_blocking=True)`"
+    )
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Whether a pageable `non_blocking` copy actually stalls depends on the driver and the copy's size: on an H200
+        (torch 2.11, CUDA 13) a small one did not stall the host, so there the fix guarantees asynchrony rather than
+        speeding the step up. A tensor pinned afterwards with `t.pin_memory()` counts as pinned, though that call
+        itself has been seen to stall for milliseconds under load; prefer `pin_memory=True` at construction.
+        """,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    references = ("cuda-sync", "pin-memory", "sync-debug-mode", "runtime", "reference", "hotness")
+
     VALID = (
-        Valid(
-            "import torch\n\ndef step(x, dev):\n"
-            "    return torch.tensor(x, pin_memory=True).to(dev, non_blocking=True)\n"
-        ),
-        Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to(torch.float16, non_blocking=True)\n"),
-        Valid("import torch\n\ndef step(x):\n    return torch.tensor(x).to('cpu', non_blocking=True)\n"),
-        Valid("import torch\n\ndef step(x, dev):\n    return torch.tensor(x, device=dev).to(dev, non_blocking=True)\n"),
-        Valid("import torch\n\ndef step(x, dev):\n    return x.to(dev, non_blocking=True)\n"),
-        Valid(
-            "import torch\n\ndef step(x, dev):\n    t = torch.tensor(x)\n    t = t.pin_memory()\n"
-            "    return t.to(dev, non_blocking=True)\n"
-        ),
-        Valid("import torch\n\ndef setup(x, dev):\n    return torch.tensor(x).to(dev, non_blocking=True)\n"),
-        Valid(
-            "import torch\n\nclass B:\n    def __init__(self, x, dev):\n        for i in x:\n"
-            "            self.t = torch.tensor(i).cuda(non_blocking=True)\n"
-        ),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                return torch.tensor(x, pin_memory=True).to(dev, non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            def step(x):
+                return torch.tensor(x).to(torch.float16, non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            def step(x):
+                return torch.tensor(x).to('cpu', non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                return torch.tensor(x, device=dev).to(dev, non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                return x.to(dev, non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                t = torch.tensor(x)
+                t = t.pin_memory()
+                return t.to(dev, non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            def setup(x, dev):
+                return torch.tensor(x).to(dev, non_blocking=True)
+            """),
+        Valid("""
+            import torch
+
+            class B:
+                def __init__(self, x, dev):
+                    for i in x:
+                        self.t = torch.tensor(i).cuda(non_blocking=True)
+            """),
     )
     INVALID = (
         Invalid(
-            "import torch\n\nclass ScheduleBatch:\n    def prepare_for_decode(self):\n"
-            "        ids = torch.tensor(self.last, dtype=torch.int64).to(self.device, non_blocking=True)\n",
-            line=5,
+            """
+            import torch
+
+            class ScheduleBatch:
+                def prepare_for_decode(self):
+                    ids = torch.tensor(self.last, dtype=torch.int64).to(self.device, non_blocking=True)  # HTD104
+            """,
+            fixed="""
+            import torch
+            from h2dlint.runtime import h2d_tensor
+
+            class ScheduleBatch:
+                def prepare_for_decode(self):
+                    ids = h2d_tensor(self.last, dtype=torch.int64, device=self.device)
+            """,
             column=15,
             reason="`ScheduleBatch.prepare_for_decode` runs per step",
         ),
         Invalid(
-            "import torch\n\ndef step(x):\n    return torch.tensor(x).cuda(non_blocking=True)\n",
-            line=4,
+            """
+            import torch
+
+            def step(x):
+                return torch.tensor(x).cuda(non_blocking=True)  # HTD104
+            """,
+            fixed="""
+            import torch
+            from h2dlint.runtime import h2d_tensor
+
+            def step(x):
+                return h2d_tensor(x, device="cuda")
+            """,
             column=12,
         ),
         Invalid(
-            "import torch\n\ndef feed(arrays, dev):\n    for a in arrays:\n"
-            "        yield torch.from_numpy(a).to(device=dev, dtype=torch.int32, non_blocking=True)\n",
-            line=5,
+            """
+            import torch
+
+            def feed(arrays, dev):
+                for a in arrays:
+                    yield torch.from_numpy(a).to(device=dev, dtype=torch.int32, non_blocking=True)  # HTD104
+            """,
             reason="in a loop at line 4",
         ),
         Invalid(
-            "import torch\n\ndef step(ids, dev):\n    ids_cpu = torch.tensor(ids, dtype=torch.int64)\n"
-            "    return ids_cpu.to(dev, non_blocking=True)\n",
-            line=5,
+            """
+            import torch
+
+            def step(ids, dev):
+                ids_cpu = torch.tensor(ids, dtype=torch.int64)
+                return ids_cpu.to(dev, non_blocking=True)  # HTD104
+            """,
             column=12,
             reason="`step` runs per step",
         ),
         Invalid(
-            "import torch\n\ndef forward(self, offsets):\n    cu = torch.from_numpy(offsets)\n"
-            "    if self.on_gpu:\n        cu = cu.to(self.device, non_blocking=True)\n"
-            "    else:\n        cu = cu.to('cpu')\n    return cu\n",
-            line=6,
+            """
+            import torch
+
+            def forward(self, offsets):
+                cu = torch.from_numpy(offsets)
+                if self.on_gpu:
+                    cu = cu.to(self.device, non_blocking=True)  # HTD104
+                else:
+                    cu = cu.to('cpu')
+                return cu
+            """,
             column=14,
             reason="`forward` runs per step",
         ),
         Invalid(
-            "from torch import as_tensor\n\ndef sample(x, dev):\n"
-            "    return as_tensor(x).long().to(dev, non_blocking=True)\n",
-            line=4,
+            """
+            from torch import as_tensor
+
+            def sample(x, dev):
+                return as_tensor(x).long().to(dev, non_blocking=True)  # HTD104
+            """,
             reason="`sample` runs per step",
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         copy = device_copy(call, names)
         if copy is None or not copy.non_blocking or host_built_tensor(copy.receiver, names) is None:
             return None

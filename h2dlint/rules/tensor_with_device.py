@@ -6,8 +6,9 @@ import ast
 from typing import Optional
 
 from h2dlint.facts.constructs import accelerator_device, has_empty_literal_data
-from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
+from h2dlint.rules.context import Context
+from h2dlint.rules.docs import HELPER_FIX_SAFETY, KNOWN_DRAIN_LIMITS, KNOWN_HEAT_LIMITS
 from h2dlint.rules.rewrites import constructor_rewrite
 
 
@@ -47,76 +48,214 @@ class TensorWithDevice(Rule):
                 penalties.cumulate(pinned.to(batch.device, non_blocking=True))
         """
 
+    fix_availability = "sometimes"
+    fix_safety = HELPER_FIX_SAFETY.format(helper="h2d_tensor", original="torch.tensor")
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        """
+        Any device other than a literal `"cpu"`, `"meta"` or `None` is taken as an accelerator, so a variable that
+        holds `"cpu"` gives a false finding (the fixed call then falls back to the original, so the fix is harmless
+        there).
+        """,
+        KNOWN_DRAIN_LIMITS,
+    )
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    references = ("cuda-sync", "pin-memory", "sync-debug-mode", "runtime", "reference", "hotness")
+
     VALID = (
-        Valid("import torch\n\ndef forward(x):\n    return torch.tensor(x)\n"),
-        Valid("import torch\n\ndef forward(x):\n    return torch.tensor(x, device='cpu')\n"),
-        Valid("import torch\n\ndef forward(x):\n    return torch.tensor(x, device=torch.device('cpu', 0))\n"),
-        Valid("import torch\n\ndef forward(x):\n    return torch.tensor(x, device=None)\n"),
-        Valid("import torch\n\ndef forward(x):\n    return torch.tensor([], device='cuda')\n"),
-        Valid("import torch\n\nTABLE = torch.tensor([1, 2, 3], device='cuda')\n"),
+        Valid("""
+            import torch
+
+            def forward(x):
+                return torch.tensor(x)
+            """),
+        Valid("""
+            import torch
+
+            def forward(x):
+                return torch.tensor(x, device='cpu')
+            """),
+        Valid("""
+            import torch
+
+            def forward(x):
+                return torch.tensor(x, device=torch.device('cpu', 0))
+            """),
+        Valid("""
+            import torch
+
+            def forward(x):
+                return torch.tensor(x, device=None)
+            """),
+        Valid("""
+            import torch
+
+            def forward(x):
+                return torch.tensor([], device='cuda')
+            """),
+        Valid("""
+            import torch
+
+            TABLE = torch.tensor([1, 2, 3], device='cuda')
+            """),
         # A loop over a table of sizes written in the source walks a fixed grid (autotuning inputs), not data.
-        Valid(
-            "import torch\n\ndef make_inputs():\n    sizes = [2048, 4096]\n"
-            "    for n in [1, 2, 4] + list(range(8, 64, 8)):\n        for s in sizes:\n"
-            "            yield torch.tensor([n, s], device='cuda')\n"
-        ),
-        Valid(
-            "import torch\n\nclass M:\n    def __init__(self, device):\n"
-            "        self.rows = [torch.tensor([i], device=device) for i in range(8)]\n"
-        ),
-        Valid(
-            "import torch\n\nclass M:\n    def warmup(self, sizes):\n        for bs in sizes:\n"
-            "            self.forward(torch.tensor([0] * bs, device=self.device))\n"
-        ),
-        Valid(
-            "import torch\n\ndef build(rows):  # h2dlint: cold\n    for r in rows:\n"
-            "        yield torch.tensor(r, device='cuda')\n"
-        ),
-        Valid("import torch\n\ndef forward(x, torch):\n    return torch.tensor(x, device='cuda')\n"),
-        Valid(
-            "from torch import tensor\n\ndef forward(x, make):\n    tensor = make\n"
-            "    return tensor(x, device='cuda')\n"
-        ),
-        Valid("import torch\n\ndef load(path):\n    return torch.tensor(read(path), device='cuda')\n"),
-        Valid("import mylib as torch\n\ndef forward(x):\n    return torch.tensor(x, device='cuda')\n"),
+        Valid("""
+            import torch
+
+            def make_inputs():
+                sizes = [2048, 4096]
+                for n in [1, 2, 4] + list(range(8, 64, 8)):
+                    for s in sizes:
+                        yield torch.tensor([n, s], device='cuda')
+            """),
+        Valid("""
+            import torch
+
+            class M:
+                def __init__(self, device):
+                    self.rows = [torch.tensor([i], device=device) for i in range(8)]
+            """),
+        Valid("""
+            import torch
+
+            class M:
+                def warmup(self, sizes):
+                    for bs in sizes:
+                        self.forward(torch.tensor([0] * bs, device=self.device))
+            """),
+        Valid("""
+            import torch
+
+            def build(rows):  # h2dlint: cold
+                for r in rows:
+                    yield torch.tensor(r, device='cuda')
+            """),
+        Valid("""
+            import torch
+
+            def forward(x, torch):
+                return torch.tensor(x, device='cuda')
+            """),
+        Valid("""
+            from torch import tensor
+
+            def forward(x, make):
+                tensor = make
+                return tensor(x, device='cuda')
+            """),
+        Valid("""
+            import torch
+
+            def load(path):
+                return torch.tensor(read(path), device='cuda')
+            """),
+        Valid("""
+            import mylib as torch
+
+            def forward(x):
+                return torch.tensor(x, device='cuda')
+            """),
     )
     INVALID = (
         Invalid(
-            "import torch\n\nclass Model:\n    def forward(self, ids):\n"
-            "        return torch.tensor(ids, device='cuda')\n",
-            line=5,
+            """
+            import torch
+
+            class Model:
+                def forward(self, ids):
+                    return torch.tensor(ids, device='cuda')  # HTD101
+            """,
+            fixed="""
+            import torch
+            from h2dlint.runtime import h2d_tensor
+
+            class Model:
+                def forward(self, ids):
+                    return h2d_tensor(ids, device='cuda')
+            """,
             column=16,
             reason="`Model.forward` runs per step",
         ),
         Invalid(
-            "import torch as th\n\ndef run(batches, dev):\n    for ids in batches:\n"
-            "        x = th.tensor(ids, dtype=th.int64, device=dev)\n",
-            line=5,
+            """
+            import torch as th
+
+            def run(batches, dev):
+                for ids in batches:
+                    x = th.tensor(ids, dtype=th.int64, device=dev)  # HTD101
+            """,
+            fixed="""
+            import torch as th
+            from h2dlint.runtime import h2d_tensor
+
+            def run(batches, dev):
+                for ids in batches:
+                    x = h2d_tensor(ids, dtype=th.int64, device=dev)
+            """,
             column=13,
             reason="in a loop at line 4",
         ),
         Invalid(
-            "from torch import tensor as t\n\ndef run(batches):\n"
-            "    return [t(b, device='cuda:0') for b in batches]\n",
-            line=4,
+            """
+            from torch import tensor as t
+
+            def run(batches):
+                return [t(b, device='cuda:0') for b in batches]  # HTD101
+            """,
+            fixed="""
+            from h2dlint.runtime import h2d_tensor
+            from torch import tensor as t
+
+            def run(batches):
+                return [h2d_tensor(b, device='cuda:0') for b in batches]
+            """,
             column=13,
             reason="in a comprehension at line 4",
         ),
         Invalid(
-            "import torch\n\nclass Batch:\n    def prepare_for_decode(self):\n        self.ids = self._ids()\n\n"
-            "    def _ids(self):\n        return torch.tensor(self.tokens, device=self.device)\n",
-            line=8,
+            """
+            import torch
+
+            class Batch:
+                def prepare_for_decode(self):
+                    self.ids = self._ids()
+
+                def _ids(self):
+                    return torch.tensor(self.tokens, device=self.device)  # HTD101
+            """,
+            fixed="""
+            import torch
+            from h2dlint.runtime import h2d_tensor
+
+            class Batch:
+                def prepare_for_decode(self):
+                    self.ids = self._ids()
+
+                def _ids(self):
+                    return h2d_tensor(self.tokens, device=self.device)
+            """,
             reason="called from `Batch.prepare_for_decode` (per step)",
         ),
         Invalid(
-            "import torch\n\ndef build(rows):  # h2dlint: hot\n"
-            "    return torch.tensor(rows, device=torch.device('cuda'))\n",
-            line=4,
+            """
+            import torch
+
+            def build(rows):  # h2dlint: hot
+                return torch.tensor(rows, device=torch.device('cuda'))  # HTD101
+            """,
+            fixed="""
+            import torch
+            from h2dlint.runtime import h2d_tensor
+
+            def build(rows):  # h2dlint: hot
+                return h2d_tensor(rows, device=torch.device('cuda'))
+            """,
             reason="`build` is marked `# h2dlint: hot`",
         ),
     )
 
-    def match(self, call: ast.Call, names: NameResolver) -> Optional[Match]:
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        names = context.names
         if names.qualify(call.func) != "torch.tensor" or accelerator_device(call, names) is None:
             return None
         if has_empty_literal_data(call):

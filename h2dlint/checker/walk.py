@@ -1,0 +1,293 @@
+"""The single walk over a module's `ast`: frames (module, class, function) and the regions around each node
+(loops, comprehensions, CUDA-graph capture blocks, one-time guards), kept in the `Context` that rules read.
+At each node of a kind some rule looks at (`rules.context.NodeKind`) it calls `_check`; `collector.py`
+records what the rules match and what the walk meets.
+
+The walk visits children in source order (where `ast`'s field order differs: decorators, call arguments,
+dict items, conditional expressions), so calls and sites are recorded in the order they are written.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import AbstractSet, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
+
+from h2dlint.facts.constructs import accelerator_attributes
+from h2dlint.facts.guards import (
+    is_cached_build_guard,
+    is_lazy_build_return,
+    is_once_flag_guard,
+    once_flags,
+    tested_value,
+)
+from h2dlint.facts.iteration import is_fixed_iteration
+from h2dlint.facts.receivers import local_types
+from h2dlint.facts.registrations import is_graph_capture
+from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
+from h2dlint.facts.summary import LoopRegion
+from h2dlint.facts.syntax import child_nodes
+from h2dlint.rules.context import Context, Frame, FrameKind, NodeKind
+
+T = TypeVar("T")
+
+_Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
+Handler = Callable[["Walk", ast.AST], None]
+
+
+class Walk:
+    """Visits a module once, keeping the frames and regions around the current node. A subclass records
+    classes and functions (`_record_class`, `_record_function`) and adds handlers for the nodes it reads."""
+
+    HANDLERS: ClassVar[Dict[type, Handler]] = {}
+
+    def __init__(self, lines: Sequence[str], kinds: AbstractSet[NodeKind], resolve_names: bool):
+        """`kinds`: the node kinds that the rules look at, for which the walk calls `_check`."""
+        self._lines = lines
+        self._resolve_names = resolve_names  # without rules, names need no bindings
+        self._names = NameResolver()
+        self.context = Context(self._names)
+        self._frames = self.context.frames
+        self._captures = self.context.captures
+        self._walrus = any(":=" in line for line in lines)  # without `:=`, only statements bind names
+        self._kinds = kinds
+        self._handlers = _handlers_for(type(self).HANDLERS, kinds)
+
+    def _walk_module(self, module: ast.Module) -> None:
+        self._once_flags = _once(lambda: once_flags(module))
+        self._names.push(module_bindings(module, self._walrus) if self._resolve_names else Bindings())
+        self._frames.append(Frame(FrameKind.MODULE, ""))
+        self._visit_all(module.body)
+
+    def _record_class(self, node: ast.ClassDef, qualname: str) -> None:
+        raise NotImplementedError
+
+    def _record_function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], qualname: str) -> None:
+        raise NotImplementedError
+
+    def _check(self, kind: NodeKind, node: ast.AST) -> None:
+        """Let the rules that look at `kind` check `node`, in the current context."""
+        raise NotImplementedError
+
+    # --- the walk -----------------------------------------------------------------------------------------
+
+    def _visit(self, node: ast.AST) -> None:
+        handler = self._handlers.get(type(node))
+        if handler is not None:
+            handler(self, node)
+        else:
+            self._visit_all(child_nodes(node))
+
+    def _visit_all(self, nodes: Iterable[ast.AST]) -> None:
+        for node in nodes:
+            self._visit(node)
+
+    def _visit_optional(self, node: Optional[ast.AST]) -> None:
+        if node is not None:
+            self._visit(node)
+
+    def _visit_in_region(self, nodes: Iterable[ast.AST], region: LoopRegion) -> None:
+        """Visit `nodes` as code that runs once per iteration of a loop or comprehension."""
+        loops = self._frames[-1].loops
+        loops.append(region)
+        self._visit_all(nodes)
+        loops.pop()
+
+    # --- scopes -------------------------------------------------------------------------------------------
+
+    def _visit_class(self, node: ast.ClassDef) -> None:
+        qualname = self._child_qualname(node.name)
+        self._record_class(node, qualname)
+        bindings = class_bindings(node, self._walrus) if self._resolve_names else Bindings()
+        bindings.accelerator_attributes = _once(lambda: accelerator_attributes(node, self._names))
+        self._names.push(bindings)
+        self._frames.append(Frame(FrameKind.CLASS, qualname, loops=list(self._frames[-1].loops)))
+        self._visit_all(node.decorator_list)
+        self._visit_all(node.bases)
+        self._visit_all(node.keywords)
+        self._visit_all(node.body)
+        self._leave_scope()
+
+    def _visit_function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        qualname = self._child_qualname(node.name)
+        enclosing = self._frames[-1]
+        self._record_function(node, qualname)
+        bindings = function_bindings(node, self._walrus)
+        method_of = enclosing.qualname if enclosing.kind is FrameKind.CLASS else None
+        self._names.push(bindings)
+        types = local_types(node, bindings)
+        self._frames.append(Frame(FrameKind.FUNCTION, qualname, node=node, types=types, method_of=method_of))
+        # Decorators, defaults and annotations count as the function's own code, as they always have.
+        self._visit_all(node.decorator_list)
+        self._visit_arguments(node.args)
+        self._visit_optional(node.returns)
+        self._visit_body(node.body)
+        self._leave_scope()
+
+    def _visit_body(self, body: Sequence[ast.stmt]) -> None:
+        """A function's statements; those after an early return of a lazy build are one-time."""
+        for index, statement in enumerate(body):
+            self._visit(statement)
+            if is_lazy_build_return(statement, body[index + 1 :], self._names.value_at):
+                self.context.one_time_guards += 1
+                self._visit_all(body[index + 1 :])
+                self.context.one_time_guards -= 1
+                return
+
+    def _visit_arguments(self, args: ast.arguments) -> None:
+        """Annotations and defaults in source order: each parameter's annotation, then its default."""
+        positional = [*args.posonlyargs, *args.args]
+        defaults: List[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        parts: List[Optional[ast.AST]] = []
+        for arg, default in zip(positional, defaults):
+            parts += [arg.annotation, default]
+        parts.append(args.vararg.annotation if args.vararg else None)
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+            parts += [arg.annotation, default]
+        parts.append(args.kwarg.annotation if args.kwarg else None)
+        self._visit_all(part for part in parts if part is not None)
+
+    def _leave_scope(self) -> None:
+        self._names.pop()
+        self._frames.pop()
+
+    def _child_qualname(self, name: str) -> str:
+        frame = self._frames[-1]
+        if frame.kind is FrameKind.MODULE:
+            return name
+        if frame.kind is FrameKind.CLASS:
+            return f"{frame.qualname}.{name}"
+        return f"{frame.qualname}.<locals>.{name}"
+
+    def _owner(self) -> str:
+        """The function whose body the current node runs in, or MODULE."""
+        return self.context.function_name
+
+    # --- loops: only the parts that run once per iteration ---------------------------------------------------
+
+    def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
+        self._visit(node.target)
+        if NodeKind.FOR_ITERABLE in self._kinds:
+            self._check(NodeKind.FOR_ITERABLE, node.iter)
+        self._visit(node.iter)
+        if is_fixed_iteration(node.iter, self._names):
+            self._visit_all(node.body)
+        else:
+            self._visit_in_region(node.body, ("loop", node.lineno))
+        self._visit_all(node.orelse)
+
+    def _visit_while(self, node: ast.While) -> None:
+        loops = self._frames[-1].loops
+        loops.append(("loop", node.lineno))
+        self._check_test(node.test)  # the test runs once per iteration too
+        self._visit_all([node.test, *node.body])
+        loops.pop()
+        self._visit_all(node.orelse)
+
+    def _visit_comprehension(self, node: _Comprehension) -> None:
+        """The element and the filters run per item; the outermost iterable runs once."""
+        # A generator's parentheses may be a call's (`sum(x for x in y)`), so it is placed at its element.
+        line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
+        region = ("comprehension", line)
+        first, *inner = node.generators
+        elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        if not inner and is_fixed_iteration(first.iter, self._names):
+            self._visit_all([*elements, first.target, first.iter, *first.ifs])
+            return
+        self._visit_in_region(elements, region)
+        self._visit(first.target)
+        self._visit(first.iter)
+        self._visit_in_region([*first.ifs, *inner], region)
+
+    # --- CUDA-graph capture blocks -------------------------------------------------------------------------
+
+    def _visit_with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
+        self._visit_all(node.items)
+        if not any(is_graph_capture(item.context_expr, self._names) for item in node.items):
+            self._visit_all(node.body)
+            return
+        self._captures.append(node.lineno)
+        self._visit_all(node.body)
+        self._captures.pop()
+
+    # --- one-time cached builds: `if self._x is None:` / `if not hasattr(self, "_x"):` ---------------------------
+
+    def _visit_if(self, node: ast.If) -> None:
+        self._check_test(node.test)
+        self._visit(node.test)
+        guarded = tested_value(node.test, self._names)
+        guard = is_cached_build_guard(node.test, node.body, guarded) or is_once_flag_guard(node.test, self._once_flags)
+        self.context.one_time_guards += guard
+        self._visit_all(node.body)
+        self.context.one_time_guards -= guard
+        self._visit_all(node.orelse)
+
+    # --- expressions whose fields are not in source order ----------------------------------------------------
+
+    def _visit_dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values):
+            self._visit_optional(key)  # None for `**mapping`
+            self._visit(value)
+
+    def _visit_if_expression(self, node: ast.IfExp) -> None:
+        self._visit(node.body)
+        self._check_test(node.test)
+        self._visit(node.test)
+        self._visit(node.orelse)
+
+    # --- nodes visited only for the rules that look at them ---------------------------------------------------
+
+    def _check_test(self, test: ast.expr) -> None:
+        if NodeKind.TEST in self._kinds:
+            self._check(NodeKind.TEST, test)
+
+    def _visit_assert(self, node: ast.Assert) -> None:
+        self._check(NodeKind.TEST, node.test)
+        self._visit_all(child_nodes(node))
+
+    def _visit_subscript(self, node: ast.Subscript) -> None:
+        kind = NodeKind.SUBSCRIPT if isinstance(node.ctx, ast.Load) else NodeKind.SUBSCRIPT_TARGET
+        if kind in self._kinds:
+            self._check(kind, node)
+        self._visit_all(child_nodes(node))
+
+
+def _once(compute: Callable[[], T]) -> Callable[[], T]:
+    """`compute`, run on the first call only; later calls return its first result."""
+    results: List[T] = []
+
+    def first_result() -> T:
+        if not results:
+            results.append(compute())
+        return results[0]
+
+    return first_result
+
+
+def _handlers_for(handlers: Dict[type, Handler], kinds: AbstractSet[NodeKind]) -> Dict[type, Handler]:
+    """`handlers`, plus those of the nodes that only rules looking at them need: visiting every subscript
+    and assert through a handler would cost every file, for rules that most runs do not select."""
+    extra: Dict[type, Handler] = {}
+    if NodeKind.TEST in kinds:
+        extra[ast.Assert] = Walk._visit_assert  # type: ignore[assignment]
+    if NodeKind.SUBSCRIPT in kinds or NodeKind.SUBSCRIPT_TARGET in kinds:
+        extra[ast.Subscript] = Walk._visit_subscript  # type: ignore[assignment]
+    return {**handlers, **extra} if extra else handlers
+
+
+WALK_HANDLERS: Dict[type, Handler] = {
+    ast.ClassDef: Walk._visit_class,
+    ast.FunctionDef: Walk._visit_function,
+    ast.AsyncFunctionDef: Walk._visit_function,
+    ast.For: Walk._visit_for,
+    ast.AsyncFor: Walk._visit_for,
+    ast.While: Walk._visit_while,
+    ast.ListComp: Walk._visit_comprehension,
+    ast.SetComp: Walk._visit_comprehension,
+    ast.GeneratorExp: Walk._visit_comprehension,
+    ast.DictComp: Walk._visit_comprehension,
+    ast.With: Walk._visit_with,
+    ast.AsyncWith: Walk._visit_with,
+    ast.Dict: Walk._visit_dict,
+    ast.IfExp: Walk._visit_if_expression,
+    ast.If: Walk._visit_if,
+}  # type: ignore[dict-item]

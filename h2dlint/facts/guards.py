@@ -1,0 +1,224 @@
+"""One-time guards: code under them runs once (or once per key), not per step, whatever calls it.
+
+Cached-build guards (`if self._x is None:`, `if not hasattr(self, "_x"):`), memo tables (`if key not in
+cache:`), bounds that grow on demand, once flags (`if not X.done:` where the module only sets `done` to True)
+and lazy-build returns (`if self._w is not None: return self._w` followed by code that sets `self._w`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Sequence, Tuple
+
+from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.syntax import is_none, is_self
+
+
+def once_flags(module: ast.Module) -> FrozenSet[str]:
+    """Attributes that the functions of `module` set only to True, at least once (`cls.has_set_value = True`),
+    apart from `__init__`, which gives the default."""
+    verdicts: Dict[str, bool] = {}
+    for statement in _statements(module.body):
+        for attribute, value in _attribute_assignments(statement):
+            is_true = isinstance(value, ast.Constant) and value.value is True
+            verdicts[attribute] = verdicts.get(attribute, True) and is_true
+    return frozenset(attribute for attribute, only_true in verdicts.items() if only_true)
+
+
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case) if hasattr(ast, "match_case") else (ast.stmt, ast.excepthandler)
+
+
+def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """Every statement in `body` and the statements nested in it (function and class bodies, branches,
+    loops, handlers), except the bodies of `__init__`; assignments are statements, so no expression is
+    walked."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == "__init__":
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            nested = getattr(statement, field, None)
+            if isinstance(nested, list):  # `except` handlers and `match` cases are blocks of statements too
+                stack.extend(reversed([n for n in nested if isinstance(n, _BLOCKS)]))
+
+
+def _attribute_assignments(node: ast.AST) -> Iterable[Tuple[str, Optional[ast.expr]]]:
+    """(attribute name, value) for each attribute `node` assigns; the value is None for an augmented
+    assignment or when the target is unpacked."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Attribute):
+                yield target.attr, node.value
+            elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+                yield from ((n.attr, None) for n in ast.walk(target) if isinstance(n, ast.Attribute))
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Attribute):
+        yield node.target.attr, node.value if isinstance(node, ast.AnnAssign) else None
+
+
+def is_once_flag_guard(test: ast.expr, flags: Callable[[], FrozenSet[str]]) -> bool:
+    """`if not X.done:` where this module only ever sets `done` to True (outside `__init__` and class
+    bodies, which give the default): the block runs until the flag is set, once. `flags` gives
+    `once_flags(module)`, computed on first use."""
+    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+        return False
+    flag = test.operand
+    is_attribute = isinstance(flag, ast.Attribute) and isinstance(flag.value, ast.Name)
+    return is_attribute and flag.attr in flags()  # type: ignore[union-attr]
+
+
+def tested_value(test: ast.expr, names: NameResolver) -> Optional[ast.expr]:
+    """What the local tested by `if t is None:` holds there, when known (`t = self._t` before it)."""
+    is_none_test = isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+    if is_none_test and isinstance(test.left, ast.Name):  # type: ignore[attr-defined]
+        return names.value_at(test.left)  # type: ignore[attr-defined]
+    return None
+
+
+def is_cached_build_guard(test: ast.expr, body: Sequence[ast.stmt], tested_value: Optional[ast.expr] = None) -> bool:
+    """`self._x is None`, `getattr(self, "_x", None) is None` or `not hasattr(self, "_x")` (also `cls.`),
+    or a memo: `if t is None:` whose body stores `t` in a cache (`cache[key] = t`) or back in the attribute it
+    was read from (`tested_value`: `t = self._t` before, `self._t = t` in the body), or `if key not in cache:`
+    whose body fills `cache[...]`, or a cache that grows on demand (see `_grows_on_demand`)."""
+    if _grows_on_demand(test, body):
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _is_attribute_lookup(test.operand, "hasattr")
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
+        return any(_fills(statement, test.comparators[0]) for statement in body)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
+        return False
+    if not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        return False
+    subject = test.left
+    if isinstance(subject, ast.Attribute):
+        return is_self(subject.value)
+    if isinstance(subject, ast.Name):
+        return any(
+            _stores_in_cache(statement, subject.id) or _stores_back(statement, subject.id, tested_value)
+            for statement in body
+        )
+    return _is_attribute_lookup(subject, "getattr")
+
+
+
+def _grows_on_demand(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
+    """`if n > self.max_size: self.max_size = n; self._rebuild()`: the guarded block raises the very bound it
+    compares against, so it runs only when a new maximum arrives, not per step."""
+    ordering = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+    if not any(isinstance(node, ast.Compare) and isinstance(node.ops[0], ordering) for node in ast.walk(test)):
+        return False
+    bounds = {node.attr for node in ast.walk(test) if isinstance(node, ast.Attribute) and is_self(node.value)}
+    return any(
+        isinstance(target, ast.Attribute) and is_self(target.value) and target.attr in bounds
+        for statement in body
+        if isinstance(statement, (ast.Assign, ast.AugAssign))
+        for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+    )
+
+
+
+def is_lazy_build_return(
+    statement: ast.stmt, rest: Sequence[ast.stmt], value_at: Callable[[ast.Name], Optional[ast.expr]]
+) -> bool:
+    """`if layer._wrapper is not None: return ...` followed by code that sets `layer._wrapper`: what follows
+    runs once, on the first call. The guard may read a local copied from the attribute just before
+    (`context = self._context` then `if context is not None: return context`). A memo lookup is the same
+    once per key: `if (ptrs := _PTR_CACHE.get(key)) is not None: return ptrs` (or `if ptrs := ...:`, or
+    `_PTR_CACHE[key]`) followed by code that fills `_PTR_CACHE[...]`."""
+    if not (isinstance(statement, ast.If) and not statement.orelse and isinstance(statement.body[-1], ast.Return)):
+        return False
+    subject = _lookup_tested_for_a_value(statement.test)
+    bare_name = statement.test is subject and isinstance(subject, ast.Name)
+    if subject is None or (bare_name and not _returns(statement, subject)):  # type: ignore[arg-type]
+        return False  # a bare `if x: return` is a memo only when it returns `x`
+    looked_up = (value_at(subject) or subject) if isinstance(subject, ast.Name) else subject
+    guarded, cache = _attribute_of_name(looked_up), _memo_table(looked_up)
+    if guarded is None and cache is None:
+        return False
+    later = (node for statement in rest for node in ast.walk(statement))
+    if guarded is not None:
+        return any(isinstance(node, ast.Assign) and guarded in map(_attribute_of_name, node.targets) for node in later)
+    return any(_fills(node, cache) for node in later)  # type: ignore[arg-type]
+
+
+
+def _lookup_tested_for_a_value(test: ast.expr) -> Optional[ast.expr]:
+    """What `test` checks holds a value: `x` for `x is not None` or a bare `x`; `d.get(k)` for
+    `(x := d.get(k)) is not None` or `x := d.get(k)`."""
+    if isinstance(test, ast.Compare):
+        if len(test.ops) != 1 or not isinstance(test.ops[0], ast.IsNot) or not is_none(test.comparators[0]):
+            return None
+        test = test.left
+    if isinstance(test, ast.NamedExpr):
+        return test.value
+    return test if isinstance(test, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else None
+
+
+
+def _returns(statement: ast.If, name: ast.Name) -> bool:
+    last = statement.body[-1]
+    return isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == name.id
+
+
+
+def _memo_table(lookup: ast.expr) -> Optional[ast.expr]:
+    """The mapping `lookup` reads an entry of: `cache` for `cache.get(key)` or `cache[key]`."""
+    if isinstance(lookup, ast.Subscript):
+        return lookup.value
+    is_get = isinstance(lookup, ast.Call) and isinstance(lookup.func, ast.Attribute) and lookup.func.attr == "get"
+    return lookup.func.value if is_get else None  # type: ignore[union-attr]
+
+
+
+def _attribute_of_name(target: ast.expr) -> Optional[Tuple[str, str]]:
+    """("layer", "_wrapper") for `layer._wrapper`."""
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return (target.value.id, target.attr)
+    return None
+
+
+
+def _stores_in_cache(statement: ast.stmt, name: str) -> bool:
+    """`cache[key] = name` (a memo table keeps what the guarded block built)."""
+    return (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Name)
+        and statement.value.id == name
+        and any(isinstance(target, ast.Subscript) for target in statement.targets)
+    )
+
+
+
+def _stores_back(statement: ast.stmt, name: str, read_from: Optional[ast.expr]) -> bool:
+    """`self._t = name`, where `name` was read from `self._t` (`read_from`)."""
+    if not (isinstance(read_from, ast.Attribute) and is_self(read_from.value)):
+        return False
+    return (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Name)
+        and statement.value.id == name
+        and _attribute_of_name(read_from) in map(_attribute_of_name, statement.targets)
+    )
+
+
+
+def _fills(statement: ast.stmt, cache: ast.expr) -> bool:
+    """`cache[...] = ...`, the mapping written as in the guard (`self._tables`, `_CACHE`)."""
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Subscript) and ast.dump(target.value) == ast.dump(cache)
+        for target in statement.targets
+    )
+
+
+
+def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
+    """`hasattr(self, ...)` / `getattr(self, ...)` (or on `cls`)."""
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == function
+        and bool(expr.args)
+        and is_self(expr.args[0])
+    )

@@ -1,0 +1,52 @@
+"""Loops that repeat steps written in the source (`for v in (a, b, c):`) rather than running once per item of
+data: their bodies are not per-step."""
+
+from __future__ import annotations
+
+import ast
+
+from h2dlint.facts.scopes import NameResolver
+
+
+def is_fixed_iteration(iterable: ast.expr, names: NameResolver) -> bool:
+    """Whether a loop over `iterable` repeats steps written in the source rather than running once per item
+    of data: a literal tuple, list or set (`for v in (hosts, gpus, sizes): ...`), or a table of constants,
+    written in place (`[1, 2, 4] + list(range(8, 256, 8))`) or in a local the function assigns once
+    (`sizes = [2048, 4096]`). Such a loop does not make its body per-step: setup code walks grids of sizes
+    this way (autotuning, warmup inputs), while per-step code loops over requests, tokens or layers, whose
+    number is data. A bare `range(n)` still counts as a loop: it is how code repeats an action n times."""
+    if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)) and not any(
+        isinstance(element, ast.Starred) for element in iterable.elts
+    ):
+        return True
+    if isinstance(iterable, ast.Name):
+        value = names.local_value(iterable.id)
+        return value is not None and not _is_counted_range(value) and _is_constant_collection(value)
+    return isinstance(iterable, ast.BinOp) and _is_constant_collection(iterable)
+
+
+def _is_counted_range(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "range"
+
+
+_CONSTANT_COLLECTION_CALLS = frozenset({"range", "list", "tuple", "sorted", "reversed"})
+
+
+def _is_constant_collection(expr: ast.expr, depth: int = 0) -> bool:
+    """`expr` is built from number and string literals only: literals, `+`/`*` of them, and `range`/`list`
+    (and the like) of them."""
+    if depth > 8:
+        return False
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, (int, float, str)) and not isinstance(expr.value, bool)
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_constant_collection(e, depth + 1) for e in expr.elts)
+    if isinstance(expr, ast.UnaryOp):
+        return _is_constant_collection(expr.operand, depth + 1)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Mult, ast.Sub, ast.FloorDiv)):
+        return _is_constant_collection(expr.left, depth + 1) and _is_constant_collection(expr.right, depth + 1)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and not expr.keywords:
+        return expr.func.id in _CONSTANT_COLLECTION_CALLS and bool(expr.args) and all(
+            _is_constant_collection(a, depth + 1) for a in expr.args
+        )
+    return False

@@ -1,0 +1,124 @@
+"""Receiver types: what a call names (`CallRef.kind`), what its receiver is known to be, and the classes that
+locals, annotations and calls give, as written. The project index resolves these across files."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple, Union
+
+from h2dlint.facts.scopes import Bindings
+from h2dlint.facts.syntax import dotted_name, is_none, is_self, last_name
+
+_MAX_RECEIVER_PATH = 3  # attributes followed from the root: `self.runner.backend.plan()` follows 2
+
+
+def call_target(func: ast.expr) -> Optional[Tuple[str, str, Optional[str]]]:
+    """How a call may name a function of this module: (kind, name, owner class)."""
+    if isinstance(func, ast.Name):
+        return ("name", func.id, None)
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver, attr = func.value, func.attr
+    if isinstance(receiver, ast.Name):
+        if receiver.id in ("self", "cls"):
+            return ("self", attr, None)
+        return ("attr", attr, receiver.id)
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+        return ("super", attr, None)
+    return ("method", attr, None)
+
+
+def receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]]:
+    """What is known of the object a method is called on (see `CallRef.receiver`)."""
+    path: List[str] = []
+    node = func.value if isinstance(func, ast.Attribute) else None
+    while isinstance(node, ast.Attribute) and len(path) < _MAX_RECEIVER_PATH:
+        path.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    root = "self" if is_self(node) else types.get(node.id)
+    if root is None or (root == "self" and not path):
+        return None
+    return (root, *reversed(path))
+
+
+def local_types(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], bindings: Bindings) -> Dict[str, str]:
+    """Names of a function that hold an instance of one class, as written: parameters annotated with it
+    (`batch: Batch`), locals bound once, from a call (`pool = Pool(...)`, `pool = make_pool()`), locals
+    declared with it (`relay: Relay = batch.spec_info`, however often rebound), and the variable of a loop
+    over a collection annotated with it (`for entry in entries:` with `entries: List[Row]`)."""
+    args = node.args
+    annotations = {
+        arg.arg: arg.annotation
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+        if arg.annotation is not None and arg.arg in bindings.stable_parameters
+    }
+    annotations.update(bindings.declared)
+    types = {name: written for name, annotation in annotations.items() if (written := written_type(annotation))}
+    for name, value in bindings.single_values.items():
+        written = call_result(value) if isinstance(value, ast.Call) and name not in bindings.declared else None
+        if written:
+            types[name] = written
+    for name, iterable in bindings.loop_iterables.items():
+        collection = annotations.get(iterable.id) if isinstance(iterable, ast.Name) else None
+        written = _element_type(collection) if collection is not None else None
+        if written:
+            types[name] = written
+    return types
+
+
+# Annotations of a collection whose elements are all of the one type they name (`List[Row]`, `tuple[Row, ...]`).
+_HOMOGENEOUS_COLLECTIONS = frozenset(
+    "List list Sequence MutableSequence Iterable Iterator Collection Set set FrozenSet frozenset Deque deque".split()
+)
+
+
+def _element_type(annotation: ast.expr) -> Optional[str]:
+    """The one class the elements of an annotated collection are: `Row` for `List[Row]`, `Sequence["Row"]`,
+    `tuple[Row, ...]`, also inside `Optional[...]` or `... | None`; None for anything else."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [side for side in (annotation.left, annotation.right) if not is_none(side)]
+        return _element_type(sides[0]) if len(sides) == 1 else None
+    if not isinstance(annotation, ast.Subscript):
+        return None
+    kind, element = last_name(annotation.value), annotation.slice
+    if kind == "Optional":
+        return _element_type(element)
+    if kind in ("Tuple", "tuple") and isinstance(element, ast.Tuple) and len(element.elts) == 2:
+        item, ellipsis = element.elts
+        is_variadic = isinstance(ellipsis, ast.Constant) and ellipsis.value is Ellipsis
+        return written_type(item) if is_variadic else None
+    return written_type(element) if kind in _HOMOGENEOUS_COLLECTIONS else None
+
+
+def written_type(annotation: ast.expr) -> Optional[str]:
+    """The one class an annotation names: `Batch`, `mod.Batch`, `"Batch"`, `Optional[Batch]`, `Batch | None`."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.Subscript) and last_name(annotation.value) == "Optional":
+        return written_type(annotation.slice)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [side for side in (annotation.left, annotation.right) if not is_none(side)]
+        return written_type(sides[0]) if len(sides) == 1 else None
+    return dotted_name(annotation)
+
+
+def call_result(call: ast.Call) -> Optional[str]:
+    """What a call returns, as written: "Pool()" for `Pool(...)`, "mod.make()" for `mod.make(...)`,
+    "self.make()" for `self.make(...)`; the index keeps those that give a class (see `CallRef.receiver`)."""
+    written = dotted_name(call.func)
+    if not written:
+        return None
+    root, _, rest = written.partition(".")
+    if root in ("self", "cls"):
+        return f"self.{rest}()" if rest and "." not in rest else None
+    return f"{written}()"

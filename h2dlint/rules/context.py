@@ -1,0 +1,111 @@
+"""What a rule sees: the kinds of node it may look at, and the context of each one.
+
+A rule declares the node kinds it looks at (`Rule.looks_at`). The checker's single walk calls the rule's
+`check_<kind>` method at each such node, with the `Context` of that moment: the enclosing function and
+class, the innermost loop, CUDA-graph capture, one-time state, the names in scope and the stream work of the
+function. The walk owns the context and updates it as it enters and leaves scopes and regions; rules only
+read it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Dict, List, Optional, Union
+
+from h2dlint.facts.constructs import stream_work_in
+from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.summary import MODULE, LoopRegion
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+
+class NodeKind(Enum):
+    """The nodes a rule can look at; the value names the rule's method (`check_call`, ...)."""
+
+    CALL = "call"  # every `ast.Call`
+    SUBSCRIPT = "subscript"  # `x[i]` read
+    SUBSCRIPT_TARGET = "subscript_target"  # `x[i] = v`, `x[i] += v`, `del x[i]`
+    TEST = "test"  # the test of `if`, `while`, `assert`, and of `a if test else b`
+    FOR_ITERABLE = "for_iterable"  # what a `for` statement iterates over
+
+
+class FrameKind(Enum):
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+
+
+@dataclass
+class Frame:
+    """A scope the walk is in: the module, a class body or a function body."""
+
+    kind: FrameKind
+    qualname: str
+    loops: List[LoopRegion] = field(default_factory=list)  # enclosing loops, innermost last
+    node: Optional[FunctionNode] = None  # the function, for frames of kind FUNCTION
+    stream_work: Optional[str] = None  # memo of `stream_work_in(node)`; "" when there is none
+    types: Dict[str, str] = field(default_factory=dict)  # locals of known class (see `receivers.local_types`)
+    method_of: Optional[str] = None  # the class, for methods
+
+
+class Context:
+    """Where the node a rule looks at sits. Filled by the walk; read by rules."""
+
+    def __init__(self, names: NameResolver) -> None:
+        self.names = names  # what each name in scope refers to (imports, locals, their values)
+        self.frames: List[Frame] = []  # the module, then the classes and functions around the node
+        self.captures: List[int] = []  # lines of the enclosing `with torch.cuda.graph(...)` blocks
+        self.one_time_guards = 0  # how many one-time guards (`if self._x is None:`, ...) enclose the node
+
+    @property
+    def function(self) -> Optional[FunctionNode]:
+        """The innermost function whose body holds the node; None at module level and in class bodies
+        outside any function."""
+        for frame in reversed(self.frames):
+            if frame.kind is FrameKind.FUNCTION:
+                return frame.node
+        return None
+
+    @property
+    def function_name(self) -> str:
+        """The qualname of `function`, or MODULE."""
+        for frame in reversed(self.frames):
+            if frame.kind is FrameKind.FUNCTION:
+                return frame.qualname
+        return MODULE
+
+    @property
+    def class_name(self) -> Optional[str]:
+        """The qualname of the innermost class whose body (or a method of which) holds the node."""
+        for frame in reversed(self.frames):
+            if frame.kind is FrameKind.CLASS:
+                return frame.qualname
+        return None
+
+    @property
+    def loop(self) -> Optional[LoopRegion]:
+        """The innermost loop or comprehension around the node, within its function."""
+        loops = self.frames[-1].loops
+        return loops[-1] if loops else None
+
+    @property
+    def capture_line(self) -> Optional[int]:
+        """The line of the outermost `with torch.cuda.graph(...)` block around the node, within its function."""
+        return self.captures[0] if self.captures else None
+
+    @property
+    def one_time(self) -> bool:
+        """Under a one-time guard: the node runs once (or once per key), not per step."""
+        return self.one_time_guards > 0
+
+    def stream_work(self) -> str:
+        """What the current function does with streams (`waits on another stream`), or "": computed once
+        per function, on first use."""
+        frame = self.frames[-1]
+        if frame.node is None:
+            return ""
+        if frame.stream_work is None:
+            frame.stream_work = stream_work_in(frame.node, self.names) or ""
+        return frame.stream_work
