@@ -60,6 +60,7 @@ from h2dlint.facts.sources import SourceError, decode_source
 from h2dlint.project.config import configs_remembered, excluded_by_config
 from h2dlint.project.files import discover
 
+UNSAFE = ("--unsafe-fixes",)  # every fix is checked for soundness, the unsafe ones too
 COPIED_NAMES = (".gitignore", "pyproject.toml")
 GIT_IDENTITY = ["-c", "user.name=h2dlint benchmark", "-c", "user.email=h2dlint@localhost", "-c", "commit.gpgsign=false"]
 # The tree's own .gitattributes must not convert line endings, filter files or make them binary to `git diff`.
@@ -161,13 +162,13 @@ def fix_tree(name: str, source: str, tree: str, jobs: Optional[int]) -> TreeRepo
     report.findings_in_original = len(json.loads(original.stdout)) if original.returncode in (0, 1) else -1
     edits = edits_by_file(findings, tree)  # offsets in the original text: read before the fix
     report.recorded_edits = sum(len(set(e.regions)) for e in edits.values())
-    fix = run_h2dlint(tree, jobs, "--fix")
+    fix = run_h2dlint(tree, jobs, "--fix", *UNSAFE)
     report.fix_seconds, report.fix_peak_rss_mib = round(fix.seconds, 2), fix.peak_rss_mib
     report.fixed = sum(int(n) for n in FIXED.findall(fix.stdout))
     report.left = len(FINDING_LINE.findall(fix.stdout))
     check_changes(report, tree, edits)
     git_commit(tree, "fixed")
-    diff, second_fix = run_h2dlint(tree, jobs, "--diff"), run_h2dlint(tree, jobs, "--fix")
+    diff, second_fix = run_h2dlint(tree, jobs, "--diff", *UNSAFE), run_h2dlint(tree, jobs, "--fix", *UNSAFE)
     report.second_run_changes = second_run_changes(tree, diff)
     report.file_errors = classify_stderr(fix)[0]
     report.crashes += [crash for run in (check, fix, diff, second_fix) for crash in classify_stderr(run)[1]]

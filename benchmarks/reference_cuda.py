@@ -143,7 +143,7 @@ def _prepare_variants(scratch: Path, fixed_reference):
     fixed = scratch / "fixed"
     shutil.copytree(REFERENCE, fixed, ignore=shutil.ignore_patterns("__pycache__"))
     _progress(f"running h2dlint check --fix on a copy of {REFERENCE}")
-    fix = _h2dlint("check", "--fix", str(fixed))
+    fix = _h2dlint("check", "--fix", "--unsafe-fixes", str(fixed))
     after = _h2dlint("check", str(fixed))
     print(fix.stdout + fix.stderr, file=sys.stderr, end="")
     if fix.returncode == 2 or after.returncode != 0:

@@ -13,8 +13,11 @@ from typing import Iterable, List, Sequence, Set
 
 from h2dlint.facts.positions import lines_with_endings, source_lines
 from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import SAFE
 from h2dlint.fixing.autofix import fix_source
 from h2dlint.project.findings import Diagnostic
+
+HELPER_IMPORT = "from h2dlint.runtime import "  # the default helper module's import line
 
 
 def parse_problems(fixed: str, original_compiles: bool) -> List[str]:
@@ -29,17 +32,18 @@ def parse_problems(fixed: str, original_compiles: bool) -> List[str]:
     return []
 
 
-def idempotence_problems(fixed: str, settings: Settings) -> List[str]:
-    """A second fix changes nothing."""
-    again, count, _ = fix_source(fixed, settings)
+def idempotence_problems(fixed: str, settings: Settings, unsafe: bool = True) -> List[str]:
+    """A second fix (with the same `unsafe` choice) changes nothing."""
+    again, count, _ = fix_source(fixed, settings, unsafe=unsafe)
     if again != fixed or count:
         return [f"a second fix changed the code again ({count} fixes)"]
     return []
 
 
-def fixable_left_problems(remaining: Iterable[Diagnostic]) -> List[str]:
-    """Nothing fixable is left once fixing stops."""
-    return [f"still fixable after fixing: {d.span.row}:{d.span.column} {d.code}" for d in remaining if d.fix]
+def fixable_left_problems(remaining: Iterable[Diagnostic], unsafe: bool = False) -> List[str]:
+    """Nothing that the fix applies (safe fixes; with `unsafe`, all) is left once fixing stops."""
+    return [f"still fixable after fixing: {d.span.row}:{d.span.column} {d.code}" for d in remaining
+            if d.fix and (unsafe or d.fix.applicability == SAFE)]
 
 
 def flagged_rows(diagnostics: Iterable[Diagnostic]) -> Set[int]:
@@ -51,7 +55,8 @@ def kept_line_problems(before: str, after: str, diagnostics: Sequence[Diagnostic
     """Every line outside the flagged constructs survives the fix unchanged and in order (lines are added only
     for the helper's import, and flagged lines may change)."""
     flagged = flagged_rows(diagnostics)
-    kept = [line for row, line in enumerate(source_lines(before), 1) if row not in flagged]
+    kept = [line for row, line in enumerate(source_lines(before), 1)
+            if row not in flagged and not line.lstrip().startswith(HELPER_IMPORT)]  # merged into, it changes
     remaining = iter(source_lines(after))
     for line in kept:
         if not any(candidate == line for candidate in remaining):  # consumes `after` up to the match
@@ -95,13 +100,19 @@ def import_placement_problems(before: str, after: str, helper_module: str = "h2d
     lines = lines_with_endings(after)
     body = ast.parse(after).body
     for index, statement in enumerate(body):
-        if isinstance(statement, ast.ImportFrom) and statement.module == helper_module:
-            return []  # the first helper import: everything before it was allowed
+        if _imports_helper(statement, helper_module):
+            return []  # the first helper import (or the torch guard holding it): everything before it was allowed
         leading = isinstance(statement, (ast.Import, ast.ImportFrom)) or (
             index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
         if not leading and not (index and _same_logical_line(lines, body[index - 1], statement)):
             return [f"the helper's import comes after code at row {statement.lineno}, which may run first"]
     return []
+
+
+def _imports_helper(statement: ast.stmt, helper_module: str) -> bool:
+    if isinstance(statement, ast.ImportFrom):
+        return statement.module == helper_module
+    return isinstance(statement, (ast.If, ast.Try)) and any(_imports_helper(s, helper_module) for s in statement.body)
 
 
 def _same_logical_line(lines: List[str], first: ast.stmt, second: ast.stmt) -> bool:

@@ -94,7 +94,7 @@ def fixer_problems(program: Program, settings: Settings, diagnostics: List[Diagn
     parses = _parses(text, ast.parse)
     compiles = parses and _parses(text, lambda t: compile(t, "<original>", "exec", dont_inherit=True))
     try:
-        fixed, count, remaining = fix_source(text, settings)
+        fixed, count, remaining = fix_source(text, settings, unsafe=True)
     except Exception as error:  # the fixer may refuse code that Python parses but does not compile
         problem = _expected_failure("fix_source", error, compiles)
         return ([problem] if problem else []), 0
@@ -108,7 +108,7 @@ def fixer_problems(program: Program, settings: Settings, diagnostics: List[Diagn
         found += [Problem("not-idempotent", p) for p in idempotence_problems(fixed, settings)]
     except Exception as error:
         return [_crash("fix_source (second fix)", error)], count
-    found += [Problem("fixable-left", p) for p in fixable_left_problems(remaining)]
+    found += [Problem("fixable-left", p) for p in fixable_left_problems(remaining, unsafe=True)]
     found += [Problem("lines-changed", p) for p in kept_line_problems(text, fixed, diagnostics)]
     found += [Problem("shadowed-helper", p) for p in helper_shadowing_problems(text, fixed)]
     found += [Problem("import-placement", p) for p in import_placement_problems(text, fixed)]
@@ -163,7 +163,7 @@ def flake8_problems(path: str, settings: Settings) -> List[Problem]:
     return []
 
 
-COMMANDS = (["check"], ["check", "--diff"], ["check", "--fix"], ["check", "--fix"], ["check", "--add-noqa"], ["check"])
+COMMANDS = (["check"], ["check", "--diff"], ["check", "--fix", "--unsafe-fixes"], ["check", "--fix", "--unsafe-fixes"], ["check", "--add-noqa"], ["check"])
 
 
 def cli_problems(folder: str) -> List[Problem]:

@@ -11,8 +11,7 @@ from conftest import PYTHON, ROOT
 
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError
-from h2dlint.facts.summary import Edit, Fix, Span
-from h2dlint.fixing.autofix import apply_fixes, fix_file, write_atomically
+from h2dlint.fixing.autofix import fix_file, write_atomically
 
 HOT = "import torch\n\n\ndef forward(ids, device):\n    return torch.tensor(ids, device=device)  # keep me\n"
 FIXED = (
@@ -21,22 +20,10 @@ FIXED = (
 )
 
 
-def _fix(*spans_and_contents):
-    return Fix("test", tuple(Edit(Span(*span), content) for span, content in spans_and_contents))
-
-
-def test_apply_fixes_skips_a_fix_that_overlaps_one_taken_and_shares_identical_imports():
-    text = "abcdef\n"
-    first = _fix(((1, 2, 1, 4), "X"), ((1, 1, 1, 1), "import\n"))
-    overlapping = _fix(((1, 3, 1, 5), "Y"))
-    same_import = _fix(((1, 5, 1, 6), "Z"), ((1, 1, 1, 1), "import\n"))
-    assert apply_fixes(text, [first, overlapping, same_import]) == ("import\naXdZf\n", 2)
-
-
 def test_fixes_a_file_and_keeps_everything_else(tmp_path):
     path = tmp_path / "model.py"
     path.write_text(HOT, encoding="utf-8")
-    outcome = fix_file(str(path), Settings())
+    outcome = fix_file(str(path), Settings(), unsafe=True)
     assert (outcome.fixed, outcome.remaining, outcome.error) == (1, [], None)
     assert path.read_text(encoding="utf-8") == FIXED
 
@@ -50,7 +37,7 @@ def test_keeps_line_endings_bom_and_encoding(tmp_path, encoding, prefix, newline
     path = tmp_path / "model.py"
     original = prefix + (HOT.replace("keep me", "gardé") ).replace("\n", newline).encode(encoding)
     path.write_bytes(original)
-    fix_file(str(path), Settings())
+    fix_file(str(path), Settings(), unsafe=True)
     expected = prefix + FIXED.replace("keep me", "gardé").replace("\n", newline).encode(encoding)
     assert path.read_bytes() == expected
 
@@ -58,7 +45,7 @@ def test_keeps_line_endings_bom_and_encoding(tmp_path, encoding, prefix, newline
 def test_keeps_mixed_line_endings_of_untouched_lines(tmp_path):
     path = tmp_path / "model.py"
     path.write_bytes(HOT.replace("\n", "\r\n", 1).encode())  # only the first line ends in CRLF
-    fix_file(str(path), Settings())
+    fix_file(str(path), Settings(), unsafe=True)
     assert path.read_bytes() == FIXED.replace("\n", "\r\n", 2).encode()  # the import takes the file's first
 
 
@@ -68,7 +55,7 @@ def test_keeps_the_file_mode_and_writes_through_a_symlink(tmp_path):
     os.chmod(path, 0o751)
     link = tmp_path / "link.py"
     link.symlink_to(path)
-    fix_file(str(link), Settings())
+    fix_file(str(link), Settings(), unsafe=True)
     assert link.is_symlink() and path.read_text(encoding="utf-8") == FIXED
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o751
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".h2dlint-")] == []
@@ -98,7 +85,7 @@ def test_check_fix_reports_a_file_edited_while_it_was_being_fixed_and_keeps_the_
         return real_fix_source(text, *args, **kwargs)
 
     monkeypatch.setattr(autofix, "fix_source", fix_source_while_an_editor_saves)
-    code, _, err = run_cli("check", "--fix", "--no-cache", "-j", "1", str(tmp_path))
+    code, _, err = run_cli("check", "--fix", "--unsafe-fixes", "--no-cache", "-j", "1", str(tmp_path))
     assert (code, err) == (1, f"{edited}: error: changed on disk while it was being fixed; not written\n")
     assert edited.read_text(encoding="utf-8") == saved
     assert other.read_text(encoding="utf-8") == FIXED
@@ -109,38 +96,38 @@ def test_check_fix_reports_what_is_left_and_exits_by_it(tmp_path, run_cli):
     fixable.write_text(HOT, encoding="utf-8")
     unfixable = tmp_path / "b.py"
     unfixable.write_text(HOT.replace("device=device)", "device=device, **kw)"), encoding="utf-8")
-    code, out, err = run_cli("check", "--fix", "--show-reasons", str(tmp_path))
+    code, out, err = run_cli("check", "--fix", "--unsafe-fixes", "--show-reasons", str(tmp_path))
     assert code == 1 and err == ""
     assert fixable.read_text(encoding="utf-8") == FIXED
     assert "b.py:5:12: HTD101" in out and "Not fixed automatically" in out
     assert "Found 2 findings (1 fixed, 1 remaining)." in out
     unfixable.write_text("x = 1\n", encoding="utf-8")
-    assert run_cli("check", "--fix", str(tmp_path))[0] == 0
+    assert run_cli("check", "--fix", "--unsafe-fixes", str(tmp_path))[0] == 0
 
 
 def test_diff_prints_the_change_writes_nothing_and_exits_1(tmp_path, run_cli):
     path = tmp_path / "a.py"
     path.write_text(HOT, encoding="utf-8")
-    code, out, err = run_cli("check", "--diff", str(path))
+    code, out, err = run_cli("check", "--diff", "--unsafe-fixes", str(path))
     assert code == 1 and "Would fix 1 finding." in err
     assert "-    return torch.tensor(ids, device=device)  # keep me" in out
     assert "+    return h2d_tensor(ids, device=device)  # keep me" in out
     assert "+from h2dlint.runtime import h2d_tensor" in out
     assert path.read_text(encoding="utf-8") == HOT
     path.write_text(FIXED, encoding="utf-8")
-    assert run_cli("check", "--diff", str(path))[:2] == (0, "")
+    assert run_cli("check", "--diff", "--unsafe-fixes", str(path))[:2] == (0, "")
 
 
 def test_fix_and_diff_are_mutually_exclusive(run_cli):
     with pytest.raises(SystemExit) as exited:
-        run_cli("check", "--fix", "--diff", ".")
+        run_cli("check", "--fix", "--unsafe-fixes", "--diff", ".")
     assert exited.value.code == 2
 
 
 def test_helper_module_setting_changes_the_import():
     from h2dlint.fixing.autofix import fix_source
 
-    fixed, _, _ = fix_source(HOT, Settings(helper_module="mypkg._h2d"))
+    fixed, _, _ = fix_source(HOT, Settings(helper_module="mypkg._h2d"), unsafe=True)
     assert "from mypkg._h2d import h2d_tensor\n" in fixed
 
 
@@ -157,7 +144,7 @@ def test_vendor_helper_writes_the_runtime_source_once(tmp_path, run_cli):
 
 def _codemod(path, *args):
     return subprocess.run(
-        [PYTHON, "-m", "libcst.tool", "codemod", "-x", "--no-format", "h2dlint.codemod.FixHostToDeviceCopies",
+        [PYTHON, "-m", "libcst.tool", "codemod", "-x", "--no-format", "h2dlint.codemod.FixHostToDeviceCopies", "--unsafe-fixes",
          *args, str(path)],
         cwd=path.parent, capture_output=True, text=True, timeout=120,
     )
@@ -194,16 +181,19 @@ def test_fix_fixes_what_the_project_check_reports_across_files(tmp_path, run_cli
     )
     code, out, _ = run_cli("check", "--no-cache", str(tmp_path))
     assert code == 1 and "batch.py:5:12: HTD101" in out  # hot only through scheduler.forward, in another file
-    code, out, _ = run_cli("check", "--fix", "--no-cache", str(tmp_path))
+    code, out, _ = run_cli("check", "--fix", "--unsafe-fixes", "--no-cache", str(tmp_path))
     assert code == 0 and "Found 1 finding (1 fixed, 0 remaining)." in out
     assert "return h2d_tensor(reqs, device=device)" in helper.read_text(encoding="utf-8")
 
 
 def test_check_fix_imports_from_the_configured_helper_module(tmp_path, run_cli):
     (tmp_path / "pyproject.toml").write_text('[tool.h2dlint]\nhelper-module = "mypkg._h2d"\n', encoding="utf-8")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "mypkg" / "_h2d.py").write_text("", encoding="utf-8")  # the vendored helper
     path = tmp_path / "model.py"
     path.write_text(HOT, encoding="utf-8")
-    assert run_cli("check", "--fix", "--no-cache", str(tmp_path))[0] == 0
+    assert run_cli("check", "--fix", "--unsafe-fixes", "--no-cache", str(tmp_path))[0] == 0
     assert path.read_text(encoding="utf-8") == FIXED.replace("h2dlint.runtime", "mypkg._h2d")
 
 
@@ -211,6 +201,6 @@ def test_a_fix_whose_file_would_not_compile_is_reported_not_written(tmp_path, ru
     """Python parses `return` at module level but refuses to compile it; the fixer checks with the compiler."""
     path = tmp_path / "model.py"
     path.write_text(HOT + "return 5\n", encoding="utf-8")
-    code, _, err = run_cli("check", "--fix", "--no-cache", str(path))
+    code, _, err = run_cli("check", "--fix", "--unsafe-fixes", "--no-cache", str(path))
     assert (code, err) == (1, f"{path}: error: Python does not compile this file ('return' outside function); not fixed\n")
     assert path.read_text(encoding="utf-8") == HOT + "return 5\n"

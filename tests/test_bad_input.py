@@ -195,6 +195,7 @@ def test_the_pre_commit_hook_command_names_the_file_and_checks_the_rest(case):
     case, folder, bad = case
     files = [str(bad)] if bad.suffix == ".py" and not bad.is_symlink() and not bad.is_dir() else []
     hot, named_error = folder / "b_hot.py", bool(files) and case.reason is not None
+    hot.write_text(HOT.replace("tensor(ids,", "tensor(list(ids),"), encoding="utf-8")  # plain data: a safe fix
     # The lint hook fails on the finding; the fix hook then rewrites b_hot.py and passes, unless a file failed.
     for entry, clean_exit in zip(_hook_entries(), (EXIT_FINDINGS, 0)):
         done = subprocess.run(
@@ -203,7 +204,7 @@ def test_the_pre_commit_hook_command_names_the_file_and_checks_the_rest(case):
         assert "Traceback" not in done.stderr
         assert done.returncode == (case.exit if named_error else clean_exit), done.stderr
         assert done.stderr == (f"{_named(bad)}: error: {case.reason}\n" if named_error else "")
-    assert "h2d_tensor(ids, device=dev)" in hot.read_text(encoding="utf-8")
+    assert "h2d_tensor(list(ids), device=dev)" in hot.read_text(encoding="utf-8")
 
 
 def _hook_entries():
@@ -266,7 +267,7 @@ def test_a_file_of_50000_lines_with_12500_findings_is_checked_and_fixed_whole(tm
     assert big.read_text(encoding="utf-8").count("\n") == 50_002
     code, out, _ = run_cli("check", "--no-cache", "--output-format", "concise", str(big))
     assert (code, out.count(" HTD101 ")) == (1, 12_500)
-    code, out, _ = run_cli("check", "--no-cache", "--fix", "-q", str(big))
+    code, out, _ = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "-q", str(big))
     fixed = big.read_text(encoding="utf-8")
     assert (code, out) == (0, "") and fixed.count("h2d_tensor(ids, device='cuda')") == 12_500
     compile(fixed, str(big), "exec")
@@ -279,7 +280,7 @@ def test_code_python_compiles_is_analysed_however_deeply_it_nests(tmp_path, run_
     source = "import torch\ndef forward(ids, dev):\n    y = ids" + " + 1" * depth + "\n    return torch.tensor(y, device=dev)\n"
     compile(source, "deep.py", "exec")
     path = write(tmp_path, "deep.py", source)
-    code, out, err = run_cli("check", "--no-cache", "--fix", str(path))
+    code, out, err = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", str(path))
     assert (code, err) == (0, "") and "Found 1 finding (1 fixed, 0 remaining)." in out
     assert "h2d_tensor(y, device=dev)" in path.read_text(encoding="utf-8")
 
@@ -288,7 +289,7 @@ def test_a_file_the_analysis_cannot_parse_is_never_written_by_fix(tmp_path, run_
     bad = write(tmp_path, "a_bad.py", "import torch\ndef f(:\n    torch.tensor(x, device=d)\n")
     before = bad.read_bytes(), stat.S_IMODE(bad.stat().st_mode)
     write(tmp_path, "b_hot.py", HOT)
-    code, _, err = run_cli("check", "--no-cache", "--fix", str(tmp_path))
+    code, _, err = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", str(tmp_path))
     assert code == 1 and err.startswith(f"{bad}: error: syntax error at 2:")
     assert (bad.read_bytes(), stat.S_IMODE(bad.stat().st_mode)) == before
     assert "h2d_tensor" in (tmp_path / "b_hot.py").read_text(encoding="utf-8")

@@ -29,7 +29,9 @@ def test_findings_exit_1_with_text_lines(tmp_path, run_cli):
     first = out.splitlines()[0]
     assert first.startswith(f"{path}:4:12: HTD101 ")
     assert "`forward` runs per step" in first
-    assert out.splitlines()[-2:] == ["Found 1 finding.", "1 fixable with `h2dlint check --fix`."]
+    assert out.splitlines()[-2:] == [  # `ids` may be an array, for which the helper changes nothing: unsafe
+        "Found 1 finding.", "1 more fixable with `--fix --unsafe-fixes` (check each: see the message).",
+    ]
 
 
 def test_json_output_has_ruffs_shape(tmp_path, run_cli):
@@ -43,8 +45,12 @@ def test_json_output_has_ruffs_shape(tmp_path, run_cli):
     assert entry["end_location"] == {"row": 4, "column": 41}
     assert "runs per step" in entry["message"]
     fix = entry["fix"]
-    assert fix["applicability"] == "safe" and fix["message"].startswith("Replace with `h2d_tensor(...)`")
-    replacement = {"content": "h2d_tensor", "location": {"row": 4, "column": 12}, "end_location": {"row": 4, "column": 24}}
+    assert fix["applicability"] == "unsafe" and fix["message"].startswith("Replace with `h2d_tensor(...)`")
+    # The edits are read off the libcst transformer's output: the rebuilt call, and the import line.
+    replacement = {
+        "content": "h2d_tensor(ids, device=dev)",
+        "location": {"row": 4, "column": 12}, "end_location": {"row": 4, "column": 41},
+    }
     assert replacement in fix["edits"]
 
 

@@ -31,6 +31,11 @@ def _name(case):
     return case.name[: -len(".in.py")]
 
 
+def _unsafe(case):
+    """Fixtures show every fix's shape (`--unsafe-fixes`), except `safe_*` ones, which show what `--fix` does."""
+    return not _name(case).startswith("safe_")
+
+
 def _render(diagnostics):
     return "".join(f"{d.span.row}:{d.span.column} {d.code} {d.message}\n" for d in diagnostics)
 
@@ -43,7 +48,7 @@ def _expect(path, actual):
 
 @pytest.mark.parametrize("case", CASES, ids=_name)
 def test_fix_gives_the_expected_output(case):
-    fixed, count, remaining = fix_source(case.read_text(encoding="utf-8"), Settings())
+    fixed, count, remaining = fix_source(case.read_text(encoding="utf-8"), Settings(), unsafe=_unsafe(case))
     _expect(case.with_name(_name(case) + ".out.py"), fixed)
     _expect(case.with_name(_name(case) + ".remaining"), _render(remaining))
     ast.parse(fixed)
@@ -52,16 +57,16 @@ def test_fix_gives_the_expected_output(case):
 
 @pytest.mark.parametrize("case", CASES, ids=_name)
 def test_fix_is_idempotent(case):
-    once, _, _ = fix_source(case.read_text(encoding="utf-8"), Settings())
-    assert idempotence_problems(once, Settings()) == []
+    once, _, _ = fix_source(case.read_text(encoding="utf-8"), Settings(), unsafe=_unsafe(case))
+    assert idempotence_problems(once, Settings(), unsafe=_unsafe(case)) == []
 
 
 @pytest.mark.parametrize("case", CASES, ids=_name)
 def test_fix_changes_only_flagged_lines_and_the_import(case):
     before = case.read_text(encoding="utf-8")
-    after, _, remaining = fix_source(before, Settings())
+    after, _, remaining = fix_source(before, Settings(), unsafe=_unsafe(case))
     assert kept_line_problems(before, after, check_source(before, Settings())) == []
-    assert fixable_left_problems(remaining) == []
+    assert fixable_left_problems(remaining, unsafe=_unsafe(case)) == []
     assert helper_shadowing_problems(before, after) == []
     assert import_placement_problems(before, after) == []
 
@@ -70,5 +75,6 @@ def test_every_fixable_form_has_a_fixture():
     names = {_name(c) for c in CASES}
     assert {
         "aliases", "multiline", "existing_import", "future_import", "pageable_copy", "unfixable",
-        "as_tensor_with_device", "blocking_copy",
+        "as_tensor_with_device", "blocking_copy", "torch_guard", "try_guard", "merge_import", "import_sections",
+        "jit", "safe_only", "constants",
     } <= names

@@ -47,7 +47,7 @@ def _modes(folder: Path) -> Dict[Path, int]:
 
 
 def _fix_command(folder: Path):
-    return [PYTHON, "-m", "h2dlint", "check", "--fix", "--no-cache", "-q", "-j", "1", str(folder)]
+    return [PYTHON, "-m", "h2dlint", "check", "--fix", "--unsafe-fixes", "--no-cache", "-q", "-j", "1", str(folder)]
 
 
 @pytest.fixture(scope="module")

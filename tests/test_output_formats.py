@@ -15,19 +15,17 @@ from h2dlint.facts.summary import Edit, Fix, Span
 from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import ALL_RULES, OBSERVED_RULES
 
-HOT = "import torch\n\ndef forward(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
+HOT = "import torch\n\ndef forward(ids, dev):\n    return torch.tensor(list(ids), device=dev)\n"
 
 # A finding with a fix of two edits, one of them an insertion (an empty span), as the autofix produces.
 FIXED = Diagnostic(
     "HTD101",
     "`torch.tensor(..., device=...)` makes a blocking copy; `forward` runs per step. Use a pinned copy.",
     Span(4, 12, 4, 41),
-    Fix(
-        "Replace with `h2d_tensor(...)`",
-        (
-            Edit(Span(1, 1, 1, 1), "from h2dlint.runtime import h2d_tensor\n"),
-            Edit(Span(4, 12, 4, 24), "h2d_tensor"),
-        ),
+    Fix("Replace with `h2d_tensor(...)`", "h2d_tensor", "torch.tensor", Span(4, 12, 4, 41)),
+    edits=(
+        Edit(Span(1, 1, 1, 1), "from h2dlint.runtime import h2d_tensor\n"),
+        Edit(Span(4, 12, 4, 24), "h2d_tensor"),
     ),
 )
 UNFIXED = Diagnostic("HTD104", "a pageable copy, 50% of a step: \"bad\"", Span(7, 5, 8, 3))
@@ -52,7 +50,10 @@ def run_h2dlint(*args, env=None, cwd=ROOT):
 def test_text_is_plain_off_a_terminal():
     done = run_h2dlint("check", str(REFERENCE))
     assert "\033[" not in done.stdout
-    assert done.stdout.splitlines()[-2:] == ["Found 2 findings.", "2 fixable with `h2dlint check --fix`."]
+    assert done.stdout.splitlines()[-3:] == [
+        "Found 2 findings.", "1 fixable with `h2dlint check --fix`.",
+        "1 more fixable with `--fix --unsafe-fixes` (check each: see the message).",
+    ]
 
 
 def test_text_is_coloured_when_forced_and_plain_with_no_color():
@@ -94,9 +95,9 @@ def test_quiet_drops_the_fix_counts_too(tmp_path):
     diff = run_h2dlint("check", "--diff", "-q", str(path))
     assert diff.returncode == 1 and "+from h2dlint.runtime import h2d_tensor" in diff.stdout
     assert diff.stderr == ""
-    fixed = run_h2dlint("check", "--fix", "-q", str(path))
+    fixed = run_h2dlint("check", "--fix", "--unsafe-fixes", "-q", str(path))
     assert (fixed.returncode, fixed.stdout, fixed.stderr) == (0, "", "")
-    assert "h2d_tensor(ids, device=dev)" in path.read_text(encoding="utf-8")
+    assert "h2d_tensor(list(ids), device=dev)" in path.read_text(encoding="utf-8")
 
 
 # --- short text lines, --show-reasons and full ---
@@ -127,8 +128,8 @@ def test_full_adds_a_code_frame_from_the_file(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[1:4] == [
         "  |",
-        "4 |     return torch.tensor(ids, device=dev)",
-        "  |            " + "^" * len("torch.tensor(ids, device=dev)"),
+        "4 |     return torch.tensor(list(ids), device=dev)",
+        "  |            " + "^" * len("torch.tensor(list(ids), device=dev)"),
     ]
     assert lines[4].startswith("  = why: `forward` runs per step") and lines[5].startswith("  = fix: Build")
 

@@ -96,7 +96,7 @@ def test_run_decode_on_cuda_is_deterministic():
 def _fixed_copy(tmp_path):
     copy = tmp_path / "fixed"
     shutil.copytree(REFERENCE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    done = subprocess.run([PYTHON, "-m", "h2dlint", "check", "--fix", str(copy)], capture_output=True, text=True)
+    done = subprocess.run([PYTHON, "-m", "h2dlint", "check", "--fix", "--unsafe-fixes", str(copy)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr  # nothing is left unfixed
     return copy, done.stdout
 
@@ -117,5 +117,5 @@ def test_a_second_fix_changes_nothing(tmp_path):
     once = {p.name: p.read_bytes() for p in copy.glob("*.py")}
     done = subprocess.run([PYTHON, "-m", "h2dlint", "check", "--diff", str(copy)], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "")
-    subprocess.run([PYTHON, "-m", "h2dlint", "check", "--fix", str(copy)], capture_output=True, check=True)
+    subprocess.run([PYTHON, "-m", "h2dlint", "check", "--fix", "--unsafe-fixes", str(copy)], capture_output=True, check=True)
     assert {p.name: p.read_bytes() for p in copy.glob("*.py")} == once

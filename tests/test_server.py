@@ -18,11 +18,11 @@ LOOP = (
     "from pkg.batching import pack_ids\n\n\n"
     "def generate(requests, device):\n    for ids in requests:\n        yield pack_ids(ids, device)\n"
 )
-BATCHING = "import torch\n\n\ndef pack_ids(ids, device):\n    return torch.tensor(ids, device=device)\n"
+BATCHING = "import torch\n\n\ndef pack_ids(ids, device):\n    return torch.tensor(list(ids), device=device)\n"
 
 
 def two_file_project(root: Path) -> Path:
-    """`loop.py` calls `batching.pack_ids` in a loop; `pack_ids` builds `torch.tensor(ids, device=device)`."""
+    """`loop.py` calls `batching.pack_ids` in a loop; `pack_ids` builds `torch.tensor(list(ids), device=device)`."""
     (root / "pkg").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
     (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")

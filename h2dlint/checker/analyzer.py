@@ -10,6 +10,7 @@ from functools import partial
 from typing import List, Optional, Sequence, Tuple
 
 from h2dlint.checker.collector import summarize
+from h2dlint.checker.jit import without_fixes_in_jit_code
 from h2dlint.facts.noqa import NoqaComments
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.recursion import with_room_to_recurse
@@ -17,7 +18,7 @@ from h2dlint.facts.settings import Settings, UsageError, selected_codes
 from h2dlint.facts.sources import SourceError
 from h2dlint.facts.summary import ModuleSummary
 from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
-from h2dlint.rules.rewrites import plan_fix
+from h2dlint.rules.fix_plan import plan_fix
 
 
 def enabled_rules(settings: Settings) -> List[Rule]:
@@ -70,8 +71,8 @@ def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings:
 
 def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
     tree = _parse(text)
-    planner = partial(plan_fix, tree=tree, text=text, lines=lines, helper_module=settings.helper_module)
-    return summarize(tree, lines, rules, planner, settings)
+    summary = summarize(tree, lines, rules, partial(plan_fix, tree=tree, lines=lines), settings)
+    return without_fixes_in_jit_code(summary, tree)
 
 
 def failure_reason(error: Exception) -> str:

@@ -42,7 +42,7 @@ from h2dlint.rules import Match, Rule
 from h2dlint.rules.context import Frame, FrameKind, NodeKind
 from h2dlint.rules.rewrites import Rewrite
 
-FixPlanner = Callable[[Rewrite], Fix]
+FixPlanner = Callable[[Rewrite, str], Tuple[Optional[Fix], Optional[str]]]  # the fix, or why none
 
 
 def summarize(
@@ -54,7 +54,7 @@ def summarize(
 ) -> ModuleSummary:
     """`lines` are the source's lines as Python numbers them (see `positions.source_lines`).
 
-    `plan_fix` turns a rule's `Rewrite` into text edits; without it, sites carry no fixes. `settings` says
+    `plan_fix` turns a rule's `Rewrite` into a `Fix` record; without it, sites carry no fixes. `settings` says
     which heuristics of the walk are switched off (loops, one-time guards, site markers).
     """
     collector = _Collector(lines, rules, plan_fix, settings)
@@ -212,12 +212,7 @@ class _Collector(Walk):
         if found.rewrite is None or self._plan_fix is None or any(self._captures):
             # A pinned copy captured into a CUDA graph would read memory the graph does not own.
             return None, found.unfixable
-        stream_work = self.context.stream_work()
-        if stream_work:
-            return None, (
-                f"the function also {stream_work}, which may rely on the blocking copy draining the stream"
-            )
-        return self._plan_fix(found.rewrite), None
+        return self._plan_fix(found.rewrite, self.context.stream_work())
 
     def _record_call_ref(self, node: ast.Call) -> None:
         table = table_called(node.func)

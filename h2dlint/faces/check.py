@@ -12,16 +12,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from h2dlint.checker.analyzer import enabled_codes, enabled_rules
 from h2dlint.faces.output import count_findings, render, render_errors, render_statistics
 from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
-from h2dlint.facts.settings import Settings, UsageError
+from h2dlint.facts.settings import DEFAULT_HELPER_MODULE, Settings, UsageError
 from h2dlint.facts.sources import SourceError, decode_source
-from h2dlint.fixing.autofix import FixOutcome, fix_source, unified_diff
 from h2dlint.fixing.baseline import add_noqa_to_file
-from h2dlint.fixing.project_fix import fix_paths
 from h2dlint.project.config import (
     Overrides,
     config_for_path,
@@ -32,6 +30,7 @@ from h2dlint.project.config import (
     unusable_configs,
 )
 from h2dlint.project.findings import FileResult
+from h2dlint.project.helper_module import helper_module_problem, project_roots
 from h2dlint.project.observed import stale_note
 from h2dlint.project.one_file import built_index, project_of, project_settings
 from h2dlint.project.roots import Project, projects_for, shown_path
@@ -40,6 +39,15 @@ from h2dlint.project.run import check_paths, index_project
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 # One project to analyse: what it covers, its settings, and the given paths it holds.
+if TYPE_CHECKING:
+    from h2dlint.fixing.autofix import FixOutcome
+
+EDIT_FORMATS = ("json", "sarif")  # the formats that carry each fix's text edits
+DEFAULT_HELPER_NOTE = (
+    "Fixed code imports `{module}`, so it needs h2dlint installed to run; `h2dlint vendor-helper PATH` "
+    "copies the helper into your project instead (then set `helper-module`)."
+)
+
 _Part = Tuple[Project, Settings, List[str]]
 
 
@@ -158,14 +166,18 @@ def _add_noqa(results: Sequence[FileResult]) -> int:
 def _run_fix(parts: Sequence[_Part], args: argparse.Namespace, overrides: Overrides) -> int:
     """`--fix` rewrites the given files in place and reports what is left; `--diff` only prints what would
     change. Hotness comes from each whole project; each file is fixed with its own configuration."""
+    from h2dlint.fixing.autofix import unified_diff  # libcst is imported only where fixes are made
+    from h2dlint.fixing.project_fix import fix_paths
+
     show = _shows_progress(args)
-    outcomes: List[FixOutcome] = []
+    outcomes: List["FixOutcome"] = []
     for project, settings, given in parts:
+        _require_a_helper(project, settings)
         outcomes += fix_paths(
             project.paths, settings, overrides.exclude, args.jobs, use_cache=not args.no_cache,
             write=not args.diff, excluded=excluded_by_config, progress=lambda files: with_progress(files, show=show),
             settings_for=lambda path: settings_for_path(path, overrides), project=project,
-            shown=_shown_in(given) if project.root is not None else None,
+            shown=_shown_in(given) if project.root is not None else None, unsafe=args.unsafe_fixes,
         )
     results = [FileResult(o.path, o.remaining, o.error) for o in outcomes] + _unusable_config_results()
     fixed = sum(o.fixed for o in outcomes)
@@ -178,7 +190,24 @@ def _run_fix(parts: Sequence[_Part], args: argparse.Namespace, overrides: Overri
     _report(results, args, summary=False)
     if args.output_format in ("text", "full") and not args.quiet:
         sys.stdout.write(_fix_summary(fixed, sum(len(r.diagnostics) for r in results)))
+        if _used_default_helper(outcomes, overrides):
+            sys.stdout.write(DEFAULT_HELPER_NOTE.format(module=DEFAULT_HELPER_MODULE) + "\n")
     return _status(results)
+
+
+def _require_a_helper(project: Project, settings: Settings) -> None:
+    """`helper-module` must name a module of the project or one that can be imported: one clear error."""
+    problem = helper_module_problem(settings.helper_module, project_roots(project.root))
+    if problem is not None:
+        raise UsageError(problem)
+
+
+def _used_default_helper(outcomes: Sequence["FixOutcome"], overrides: Overrides) -> bool:
+    return any(
+        o.fixed and settings_for_path(o.path, overrides).helper_module == DEFAULT_HELPER_MODULE
+        and DEFAULT_HELPER_MODULE in o.after and DEFAULT_HELPER_MODULE not in o.before
+        for o in outcomes
+    )
 
 
 def _shown_in(given: Sequence[str]) -> Callable[[str], Optional[str]]:
@@ -216,7 +245,9 @@ def _run_stdin(args: argparse.Namespace, overrides: Overrides) -> int:
 
 
 def _fix_stdin(path: str, text: str, encoding: str, settings: Settings, known, args: argparse.Namespace) -> int:
-    after, fixed, remaining = fix_source(text, settings, known=known)
+    from h2dlint.fixing.autofix import FixOutcome, fix_source, unified_diff  # libcst only where fixes are made
+
+    after, fixed, remaining = fix_source(text, settings, known=known, unsafe=args.unsafe_fixes)
     outcome = FixOutcome(path, remaining, fixed, text, after)
     if args.diff:
         sys.stdout.write(unified_diff(outcome) if outcome.changed else "")
@@ -229,6 +260,11 @@ def _fix_stdin(path: str, text: str, encoding: str, settings: Settings, known, a
 
 def _report(results: Sequence[FileResult], args: argparse.Namespace, summary: bool = True) -> None:
     sys.stderr.write(render_errors(results))
+    if args.output_format in EDIT_FORMATS:
+        from h2dlint.fixing.edits import with_fix_edits  # libcst is imported only where fixes are made
+
+        overrides = Overrides(exclude=tuple(args.exclude))
+        results = with_fix_edits(results, lambda path: settings_for_path(path, overrides).helper_module)
     sys.stdout.write(
         render(
             results, args.output_format, colour=wants_colour(sys.stdout), summary=summary and not args.quiet,

@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from h2dlint import __version__
 from h2dlint.faces.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, add_check_options, run_check
@@ -26,10 +26,14 @@ from h2dlint.facts.presets import PRESETS
 from h2dlint.facts.settings import UsageError, unknown_heuristic_text
 from h2dlint.facts.sources import SourceError, read_bytes, read_source
 from h2dlint.project.config import Overrides, configs_remembered, unusable_configs
+from h2dlint.project.helper_module import module_name_for
 from h2dlint.project.one_file import project_of, project_settings
 from h2dlint.project.roots import Project
 from h2dlint.project.run import analyse_paths
 from h2dlint.rules import ALL_RULES, RULES_BY_CODE
+
+if TYPE_CHECKING:
+    pass
 
 RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime.py")  # read, never imported
 
@@ -75,17 +79,30 @@ def _after_unusable_configs(status: int) -> int:
 
 def run_vendor_helper(args: argparse.Namespace) -> int:
     """Copy the runtime helper's source into the user's project, so it need not depend on h2dlint to run."""
-    target = args.path
-    if os.path.isdir(target):
-        target = os.path.join(target, "h2d_runtime.py")
+    target = _vendor_target(args.path)
     source = read_bytes(RUNTIME_SOURCE)
-    if os.path.exists(target) and read_bytes(target) != source and not args.force:
-        raise UsageError(f"{target} exists and differs from the helper; pass --force to overwrite it")
-    with open(target, "wb") as out:
-        out.write(source)
-    module = os.path.splitext(os.path.relpath(target))[0].replace(os.sep, ".")
+    try:
+        if os.path.exists(target) and read_bytes(target) != source and not args.force:
+            raise UsageError(f"{target} exists and differs from the helper; pass --force to overwrite it")
+        with open(target, "wb") as out:
+            out.write(source)
+    except (OSError, SourceError) as error:
+        raise UsageError(f"cannot write {target}: {getattr(error, 'strerror', None) or error}") from None
+    module = module_name_for(target)
     print(f"Wrote {target}. Point fixes at it in pyproject.toml:\n\n[tool.h2dlint]\nhelper-module = \"{module}\"")
     return EXIT_CLEAN
+
+
+def _vendor_target(path: str) -> str:
+    """The file to write: PATH itself (a `.py` file in an existing folder), or `h2d_runtime.py` in folder PATH."""
+    if os.path.isdir(path):
+        return os.path.join(path, "h2d_runtime.py")
+    if not path.endswith(".py"):
+        raise UsageError(f"{path} is neither a folder nor a .py file to write the helper to")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"the folder {os.path.dirname(path) or folder} does not exist; create it first")
+    return path
 
 
 def run_rule(args: argparse.Namespace) -> int:
@@ -174,6 +191,10 @@ def _parser() -> argparse.ArgumentParser:
     fixing.add_argument("--fix", action="store_true", help="rewrite fixable findings in place")
     fixing.add_argument(
         "--diff", action="store_true", help="print the fixes as a unified diff and change nothing (exit 1 if any)"
+    )
+    check.add_argument(
+        "--unsafe-fixes", action="store_true",
+        help="with --fix or --diff, also make the fixes that may change behaviour (each finding says why)",
     )
     _add_speed_options(check)
     check.set_defaults(run=run_check)

@@ -12,7 +12,7 @@ from h2dlint.faces.brief import short_message
 from h2dlint.faces.frames import code_frame
 from h2dlint.faces.rule_docs import rule_url
 from h2dlint.faces.sarif import render_sarif
-from h2dlint.facts.summary import Fix, Span
+from h2dlint.facts.summary import SAFE, Span
 from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import RULES_BY_CODE
 
@@ -69,12 +69,20 @@ def _explanation(d: Diagnostic, paint) -> List[str]:
 
 def _summary(count: int, results: Sequence[FileResult], paint) -> List[str]:
     if count:
-        fixable = sum(d.fix is not None for r in results for d in r.diagnostics)
-        found = [f"Found {count_findings(count)}."]
-        return found + [f"{fixable} fixable with `h2dlint check --fix`."] if fixable else found
+        return [f"Found {count_findings(count)}.", *fixable_lines(results)]
     if any(result.error for result in results):
         return []  # the files that could not be checked are named on stderr; "passed" would mislead
     return [paint("All checks passed!", _CYAN)]
+
+
+def fixable_lines(results: Sequence[FileResult]) -> List[str]:
+    """ruff's closing lines: how many findings `--fix` fixes, and how many more `--unsafe-fixes` would."""
+    fixes = [d.fix for r in results for d in r.diagnostics if d.fix is not None]
+    safe = sum(fix.applicability == SAFE for fix in fixes)
+    lines = [f"{safe} fixable with `h2dlint check --fix`."] if safe else []
+    if len(fixes) > safe:
+        lines.append(f"{len(fixes) - safe} more fixable with `--fix --unsafe-fixes` (check each: see the message).")
+    return lines
 
 
 def render_json(results: Sequence[FileResult]) -> str:
@@ -92,7 +100,7 @@ def render_json(results: Sequence[FileResult]) -> str:
                     "filename": filename,
                     **_json_span(d.span),
                     "noqa_row": d.span.row,
-                    "fix": _json_fix(d.fix),
+                    "fix": _json_fix(d),
                     "url": rule_url(d.code),
                     "level": d.level,
                     "confirmed": d.confirmed,
@@ -160,12 +168,11 @@ def _json_span(span: Span) -> Dict[str, Dict[str, int]]:
     }
 
 
-def _json_fix(fix: Optional[Fix]) -> Optional[Dict[str, object]]:
-    if fix is None:
+def _json_fix(d: Diagnostic) -> Optional[Dict[str, object]]:
+    if d.fix is None:
         return None
-    edits = [{"content": edit.content, **_json_span(edit.span)} for edit in fix.edits]
-    # h2dlint only offers fixes that keep behaviour, which ruff calls "safe".
-    return {"applicability": "safe", "message": fix.message, "edits": edits}
+    edits = [{"content": edit.content, **_json_span(edit.span)} for edit in d.edits]
+    return {"applicability": d.fix.applicability, "message": d.fix.message, "edits": edits}
 
 
 def _workflow_command(command: str, properties: Dict[str, object], message: str) -> str:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from h2dlint import __version__
 from h2dlint.faces.rule_docs import rule_url
 from h2dlint.facts.heat import OBSERVED_HOT, PER_REQUEST, PER_STEP
-from h2dlint.facts.summary import Fix, Span
+from h2dlint.facts.summary import Span
 from h2dlint.project.findings import Diagnostic, FileResult
 from h2dlint.rules import ALL_RULES, OBSERVED_RULES, Rule
 
@@ -87,18 +87,20 @@ def _result(path: str, d: Diagnostic, rule_index: Dict[str, int]) -> Dict[str, o
         "locations": [{"physicalLocation": {"artifactLocation": _artifact(path), "region": _region(d.span)}}],
     }
     if d.fix is not None:
-        result["fixes"] = [_fix(path, d.fix)]
+        result["fixes"] = [_fix(path, d)]
     if d.heuristic is not None:
         result["properties"] = {"heuristic": d.heuristic}  # the id of the heuristic that made the site hot
     return result
 
 
-def _fix(path: str, fix: Fix) -> Dict[str, object]:
+def _fix(path: str, d: Diagnostic) -> Dict[str, object]:
     replacements: List[Dict[str, object]] = [
-        {"deletedRegion": _region(edit.span), "insertedContent": {"text": edit.content}} for edit in fix.edits
+        {"deletedRegion": _region(edit.span), "insertedContent": {"text": edit.content}} for edit in d.edits
     ]
+    assert d.fix is not None
     return {
-        "description": {"text": fix.message},
+        "description": {"text": d.fix.message},
+        "properties": {"applicability": d.fix.applicability},
         "artifactChanges": [{"artifactLocation": _artifact(path), "replacements": replacements}],
     }
 

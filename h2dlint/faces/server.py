@@ -121,7 +121,8 @@ def _server():
         start, end = params.range.start, params.range.end
         found = {d for line in range(start.line, end.line + 1) for d in verdicts.found.get(path, ())
                  if d.span.row <= line + 1 <= d.span.end_row}
-        return [_code_action(types, params.text_document.uri, d) for d in sorted(found, key=_order) if d.fix]
+        document = server.workspace.get_text_document(params.text_document.uri)
+        return _code_actions(types, params.text_document.uri, document.source, path, sorted(found, key=_order))
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(params: types.HoverParams) -> Optional[types.Hover]:
@@ -153,8 +154,25 @@ def _lsp_diagnostic(types, d: Diagnostic):
     )
 
 
-def _code_action(types, uri: str, d: Diagnostic):
-    edits = [types.TextEdit(range=_range(types, e.span), new_text=e.content) for e in d.fix.edits]  # type: ignore[union-attr]
+def _code_actions(types, uri: str, text: str, path: str, found: List[Diagnostic]) -> list:
+    """A quick fix for each safe fix among `found`, its edits made by the same transformer as `--fix`, on the
+    editor's text."""
+    from h2dlint.fixing.autofix import applies  # libcst is imported only where fixes are made
+    from h2dlint.fixing.edits import fix_edits
+    from h2dlint.fixing.transform import rewrite_source
+
+    safe = [d for d in found if applies(d.fix, unsafe=False)]
+    if not safe:
+        return []
+    try:
+        edits = fix_edits(rewrite_source(text, [d.fix for d in safe], settings_for_path(path).helper_module))
+    except SourceError:
+        return []
+    return [_code_action(types, uri, d, edits[d.fix]) for d in safe if d.fix in edits]
+
+
+def _code_action(types, uri: str, d: Diagnostic, fix_edits):
+    edits = [types.TextEdit(range=_range(types, e.span), new_text=e.content) for e in fix_edits]
     return types.CodeAction(
         title=f"{d.fix.message} ({d.code})",  # type: ignore[union-attr]
         kind=types.CodeActionKind.QuickFix,

@@ -23,10 +23,12 @@ def with_room_to_recurse(function: Callable[..., T], *args: Any) -> T:
     try:
         return function(*args)
     except RecursionError:
-        return _on_deep_stack(function, *args)
+        return on_deep_stack(function, *args)
 
 
-def _on_deep_stack(function: Callable[..., T], *args: Any) -> T:
+def on_deep_stack(function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` on a thread with a deep stack and a raised recursion limit. For code that cannot be
+    retried when it runs out of depth: libcst turns its own RecursionErrors into other errors."""
     outcome: Dict[str, Any] = {}
 
     def run() -> None:

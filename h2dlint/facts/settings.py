@@ -45,6 +45,9 @@ class UsageError(Exception):
     """A mistake in how h2dlint was invoked or configured (exit code 2)."""
 
 
+DEFAULT_HELPER_MODULE = "h2dlint.runtime"
+
+
 @dataclass(frozen=True)
 class Settings:
     select: Tuple[str, ...] = ()
@@ -52,7 +55,7 @@ class Settings:
     extend_hot_functions: Tuple[str, ...] = ()
     extend_cold_functions: Tuple[str, ...] = ()
     # Where fixes import `h2d_tensor` / `h2d_as_tensor` from; a project may vendor the helper.
-    helper_module: str = "h2dlint.runtime"
+    helper_module: str = DEFAULT_HELPER_MODULE
     # Globs over a receiver as written (`self.input_ids`, `*_gpu`, `*`) naming tensors known to live on an
     # accelerator; HTD105 reports `x.new_tensor(data)` on them, HTD107 `x.copy_(host_tensor)` into them.
     accelerator_tensors: Tuple[str, ...] = ()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 MODULE = "<module>"  # the owner of code outside any function
 
@@ -55,18 +55,32 @@ class Span:
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace the text in `span` (end exclusive; an empty span inserts) with `content`."""
+    """Replace the text in `span` (end exclusive; an empty span inserts) with `content`: what a fix changed,
+    read off the libcst transformer's output for the JSON and SARIF formats."""
 
     span: Span
     content: str
 
 
+SAFE, UNSAFE = "safe", "unsafe"  # ruff's applicability names: `--fix` applies safe fixes, `--unsafe-fixes` both
+
+
 @dataclass(frozen=True)
 class Fix:
-    """A behaviour-preserving rewrite of one finding: its edits, plus any import it needs."""
+    """What analysis found to rewrite at one finding, by position; `h2dlint.fixing.transform` rewrites it.
+
+    `target` is a runtime helper (`h2d_tensor`, `h2d_as_tensor`) that replaces the constructor's callee, or
+    a torch fill function (`full`, `zeros`, `ones`) that builds a literal scalar on the device."""
 
     message: str  # what the fix does, e.g. "Replace with `h2d_tensor(...)`"
-    edits: Tuple[Edit, ...]
+    target: str
+    constructor: str  # what the callee must be, in the scope of the call: "torch.tensor"
+    call: Span  # the constructor call
+    device: Union[Span, str, None] = None  # a device argument to add: the expression at a span, or source text
+    absorbed: Optional[Span] = None  # the `.to(...)` / `.cuda(...)` call around `call`, removed
+    dtype: Optional[str] = None  # a `dtype=torch.<dtype>` argument a fill needs, to keep the inferred dtype
+    applicability: str = SAFE
+    caveat: Optional[str] = None  # why the fix is unsafe
 
 
 @dataclass(frozen=True)

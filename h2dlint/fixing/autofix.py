@@ -1,32 +1,27 @@
-"""Applying fixes: to source text, then to files on disk, never leaving a half-written file.
-
-Fixes are text edits (ruff's model). A fix is applied whole or not at all; one that overlaps a fix already
-taken waits for the next pass, since fixing the outer construct may make the inner one disappear or change.
+"""Applying fixes: to source text (with the libcst transformer, `transform.py`), then to files on disk, never
+leaving a half-written file. `--fix` makes the safe fixes; `--unsafe-fixes` adds the unsafe ones.
 """
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import os
 import stat
 import tempfile
 from dataclasses import dataclass
 from functools import partial
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from h2dlint.checker.analyzer import failure_reason
 from h2dlint.facts.heat import Heat
-from h2dlint.facts.positions import line_starts
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
-from h2dlint.facts.summary import Fix
+from h2dlint.facts.summary import SAFE, Fix
 from h2dlint.project.findings import Diagnostic, check_source_with_heat
 from h2dlint.rules import Rule
 
 KnownHeat = Tuple[str, Dict[str, Heat]]  # a file's module name and its functions' heat, from a project run
-_Edit = Tuple[int, int, str]  # start and end offsets in the text, and the new content
-MAX_PASSES = 10  # nested fixable sites need one pass per level; real code needs one or two
+MAX_PASSES = 3  # one pass fixes nested sites too; a later one only finds what a fix uncovered
 
 
 @dataclass(frozen=True)
@@ -45,61 +40,37 @@ class FixOutcome:
         return self.before != self.after
 
 
-def apply_fixes(text: str, fixes: Iterable[Fix]) -> Tuple[str, int]:
-    """Apply every fix that does not overlap one taken before it; returns the new text and the count applied."""
-    starts = line_starts(text)
-    taken: List[_Edit] = []  # sorted; no two overlap
-    applied = 0
-    for fix in fixes:
-        edits = [(_offset(starts, e.span.row, e.span.column), _offset(starts, e.span.end_row, e.span.end_column),
-                  e.content) for e in fix.edits]
-        fresh = [e for e in edits if not _is_taken(taken, e)]  # two fixes may need the same import
-        if any(_conflicts(taken, edit) for edit in fresh):
-            continue
-        for edit in fresh:
-            bisect.insort(taken, edit)
-        applied += 1
-    return _splice(text, taken), applied
-
-
-def _is_taken(taken: Sequence[_Edit], edit: _Edit) -> bool:
-    index = bisect.bisect_left(taken, edit)
-    return index < len(taken) and taken[index] == edit
-
-
-def _conflicts(taken: Sequence[_Edit], edit: _Edit) -> bool:
-    """Whether `edit` overlaps an edit in `taken`. Taken edits do not overlap each other, so only the few
-    around `edit`'s place in the order can: the one before it that may reach past its start, insertions at
-    its start, and the first one after it."""
-    index = bisect.bisect_left(taken, edit)
-    return any(_overlaps(edit, other) for other in taken[max(0, index - 3) : index + 2])
-
-
-def _splice(text: str, edits: Sequence[_Edit]) -> str:
-    pieces, position = [], 0
-    for start, end, content in edits:
-        pieces += [text[position:start], content]
-        position = end
-    pieces.append(text[position:])
-    return "".join(pieces)
-
-
 def fix_source(
-    text: str, settings: Settings, rules: Optional[Sequence[Rule]] = None, known: Optional[KnownHeat] = None
+    text: str,
+    settings: Settings,
+    rules: Optional[Sequence[Rule]] = None,
+    known: Optional[KnownHeat] = None,
+    unsafe: bool = False,
 ) -> Tuple[str, int, List[Diagnostic]]:
     """Fix text until nothing fixable is left; returns the text, the number of fixes and the findings left.
-    `known` is the heat a project run found for this file (see `check_source_with_heat`)."""
+    `known` is the heat a project run found for this file (see `check_source_with_heat`); `unsafe` also makes
+    the fixes that may change behaviour."""
+    from h2dlint.fixing.transform import rewrite_source  # libcst: imported only when a fix is made
+
     check = partial(check_source_with_heat, settings=settings, rules=rules, known=known)
     fixed = 0
+    diagnostics = check(text)
     for _ in range(MAX_PASSES):
-        diagnostics = check(text)
-        fixes = [d.fix for d in diagnostics if d.fix is not None]
+        fixes = [d.fix for d in diagnostics if applies(d.fix, unsafe)]
         if not fixes:
-            return text, fixed, diagnostics
-        new_text, applied = apply_fixes(text, fixes)
-        _require_compiles(new_text, before=text)
-        text, fixed = new_text, fixed + applied
-    return text, fixed, check(text)
+            break
+        rewritten = rewrite_source(text, fixes, settings.helper_module)
+        if not rewritten.applied:
+            break
+        _require_compiles(rewritten.code, before=text)
+        text, fixed = rewritten.code, fixed + len(rewritten.applied)
+        diagnostics = check(text)
+    return text, fixed, diagnostics
+
+
+def applies(fix: Optional[Fix], unsafe: bool) -> bool:
+    """Whether `--fix` makes `fix` (`--fix --unsafe-fixes` when `unsafe`)."""
+    return fix is not None and (unsafe or fix.applicability == SAFE)
 
 
 def fix_file(
@@ -108,12 +79,13 @@ def fix_file(
     rules: Optional[Sequence[Rule]] = None,
     write: bool = True,
     known: Optional[KnownHeat] = None,
+    unsafe: bool = False,
 ) -> FixOutcome:
     """Fix one file in place (or only compute the fix when `write` is false). Errors become one line."""
     try:
         raw = read_bytes(path)
         source = decode_source(path, raw)
-        after, fixed, remaining = fix_source(source.text, settings, rules, known)
+        after, fixed, remaining = fix_source(source.text, settings, rules, known, unsafe)
         if write and after != source.text:
             write_atomically(path, after.encode(source.encoding), expected=raw)
         return FixOutcome(path, remaining, fixed, source.text, after)
@@ -156,15 +128,6 @@ def unified_diff(outcome: FixOutcome) -> str:
     after = outcome.after.splitlines(keepends=True)
     lines = difflib.unified_diff(before, after, fromfile=f"a/{outcome.path}", tofile=f"b/{outcome.path}")
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
-
-
-def _offset(starts: Sequence[int], row: int, column: int) -> int:
-    return starts[row - 1] + column - 1
-
-
-def _overlaps(a: _Edit, b: _Edit) -> bool:
-    """Two edits conflict when their ranges intersect, or when both insert at the same place."""
-    return a[0] < b[1] and b[0] < a[1] or (a[0] == a[1] == b[0] == b[1])
 
 
 def _require_compiles(fixed: str, before: str) -> None:

@@ -8,7 +8,7 @@ from typing import Callable, List, Optional, Sequence
 
 from h2dlint.checker.analyzer import enabled_codes, enabled_rules
 from h2dlint.facts.settings import Settings
-from h2dlint.fixing.autofix import FixOutcome, fix_file
+from h2dlint.fixing.autofix import FixOutcome, applies, fix_file
 from h2dlint.project.files import Excluded, discover
 from h2dlint.project.findings import FileResult
 from h2dlint.project.roots import Project
@@ -27,6 +27,7 @@ def fix_paths(
     settings_for: Optional[Callable[[str], Settings]] = None,
     project: Optional[Project] = None,
     shown: Optional[Callable[[str], Optional[str]]] = None,
+    unsafe: bool = False,
 ) -> List[FixOutcome]:
     """Fix what a project check of `paths` finds (write=False: only compute the fixes, for --diff).
 
@@ -44,7 +45,7 @@ def fix_paths(
         for result in run.results:
             name = shown(result.path) if shown is not None else result.path
             if name is not None:
-                outcomes.append(_renamed(_fix_result(result, run, own(result.path), write), name))
+                outcomes.append(_renamed(_fix_result(result, run, own(result.path), write, unsafe), name))
         return outcomes
 
 
@@ -52,11 +53,11 @@ def _renamed(outcome: FixOutcome, name: str) -> FixOutcome:
     return outcome if outcome.path == name else dataclasses.replace(outcome, path=name)
 
 
-def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool) -> FixOutcome:
+def _fix_result(result: FileResult, run: ProjectRun, settings: Settings, write: bool, unsafe: bool) -> FixOutcome:
     codes = enabled_codes(settings)
     selected = [d for d in result.diagnostics if d.code in codes]
-    if result.error is not None or not any(d.fix is not None for d in selected):
+    if result.error is not None or not any(applies(d.fix, unsafe) for d in selected):
         return FixOutcome(result.path, selected, 0, "", "", result.error)
     module = run.modules[result.path]
     known = (module, file_heat(run.heat, module, run.summaries[result.path]))
-    return fix_file(result.path, settings, enabled_rules(settings), write=write, known=known)
+    return fix_file(result.path, settings, enabled_rules(settings), write=write, known=known, unsafe=unsafe)

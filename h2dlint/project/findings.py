@@ -20,7 +20,7 @@ from h2dlint.checker.call_graph import ModuleGraph
 from h2dlint.facts.heat import PER_REQUEST, PER_STEP, Heat, at_least, site_heuristic, site_level, site_reason_for
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
-from h2dlint.facts.summary import Fix, Site, Span
+from h2dlint.facts.summary import Edit, Fix, Site, Span
 from h2dlint.project.hotness import function_heat, propagate
 from h2dlint.project.observed import observe
 from h2dlint.rules import RULES_BY_CODE, Rule
@@ -31,13 +31,14 @@ class Diagnostic:
     code: str
     message: str
     span: Span
-    fix: Optional[Fix] = None  # None when the rule has no fix, or the site cannot be fixed safely
+    fix: Optional[Fix] = None  # None when the rule has no fix, or the site cannot be fixed
     # The parts of `message`, for faces that show them apart (JSON, `--show-reasons`, the language server):
     reason: str = ""  # why the site is reported: "in a loop at line 6; `Runner.forward` runs per step"
     remedy: str = ""  # what to do instead, and why the fix does not apply here when it does not
     level: str = PER_STEP  # how often the code runs (`facts.heat.LEVELS`); capture findings count as per step
     confirmed: Optional[int] = None  # the syncs a traced CUDA run saw at its lines (`project.confirmed`)
     heuristic: Optional[str] = None  # the id of the heuristic that made the site hot (`report_heuristic`)
+    edits: Tuple[Edit, ...] = ()  # the fix's text edits, for the JSON and SARIF formats (`fixing/edits.py`)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ def _message(site: Site, reason: str) -> str:
 
 def _remedy(site: Site) -> str:
     remedy = f"{site.remedy}."
+    if site.fix is not None and site.fix.caveat:
+        remedy += f" Unsafe fix ({site.fix.caveat}): apply it with `--unsafe-fixes`."
     if site.unfixable:
         remedy += f" Not fixed automatically: {site.unfixable}."
     return remedy

@@ -139,8 +139,8 @@ class AsTensorWithDevice(Rule):
                     yield as_tensor(ids, dtype=int, device=dev)  # HTD102
             """,
             fixed="""
-            from torch import as_tensor
             from h2dlint.runtime import h2d_as_tensor
+            from torch import as_tensor
 
             def run(batches, dev):
                 for ids in batches:

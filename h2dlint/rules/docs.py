@@ -58,26 +58,36 @@ HELPER_FIX_SAFETY = """
     same arguments. The helper returns exactly what `{original}` returns for every input: values, dtype, device,
     strides, `requires_grad` and leaf status, warnings and exception types. It takes the pinned, `non_blocking`
     path only for plain Python data going to the current CUDA device, and makes the original call otherwise
-    (another device, no CUDA, tensors or NumPy data, CUDA-graph capture, `torch.compile` tracing).
+    (another device, no CUDA, tensors or NumPy data, CUDA-graph capture, `torch.compile` tracing). A literal
+    scalar (`{original}(0, device=d)`) becomes `torch.zeros`/`torch.ones`/`torch.full` on the device instead,
+    a fill kernel with no copy at all, when that builds the same value, dtype, shape and `requires_grad`.
 
-    The fix is withheld, and the finding says why, when the call passes arguments the helper does not take
+    The fix is safe (`--fix` makes it) when the data is certainly a Python list, tuple or number (a display, a
+    comprehension, `list(...)`, `len(...)`, a literal) and the function does no stream work. It is unsafe
+    (`--fix --unsafe-fixes` makes it) when the data may be a NumPy array or a tensor: there the helper only
+    falls back to the blocking call, so the fix has no effect for array or tensor data. It is unsafe too when
+    the same function also switches streams, calls `wait_stream`/`record_stream`/`wait_event`, or starts a
+    `non_blocking` device-to-host copy or `.copy_`: the original, by accident, leaves the current stream
+    drained, and such code may depend on that.
+
+    There is no fix, and the finding says why, when the call passes arguments the helper does not take
     (`pin_memory=`, `*args`/`**kwargs`) or its data as anything but one positional argument, when it runs under
-    CUDA-graph capture, and when the same function also switches streams, calls
-    `wait_stream`/`record_stream`/`wait_event`, or starts a `non_blocking` device-to-host copy or `.copy_`: the
-    original, by accident, leaves the current stream drained, and such code may depend on that.
+    CUDA-graph capture, inside TorchScript code (`@torch.jit.script`, `torch.jit.script(f)`: it cannot compile
+    the helper), where torch is imported only inside functions, and for other constant data (build it once
+    outside the loop instead).
     """
 COPY_FIX_SAFETY = """
     The fix applies when the copy directly follows the constructor, {copy}: it becomes
     `h2d_tensor(d, dtype=x, device=dev)` (and `torch.as_tensor` becomes `h2d_as_tensor`), with the same
-    guarantees as HTD101's fix: the helper returns exactly what the original pair returns, and makes the original
-    call wherever the pinned path could differ.
+    guarantees and the same safe/unsafe split as HTD101's fix: the helper returns exactly what the original pair
+    returns, and makes the original call wherever the pinned path could differ.
 
-    The fix is withheld, and the finding says why, when the tensor is built in another statement, when host-side
+    There is no fix, and the finding says why, when the tensor is built in another statement, when host-side
     methods run between the constructor and the copy, for `torch.from_numpy` and `torch.asarray` (they share the
     caller's memory, which cannot be pinned at construction), when the copy also converts the dtype, when `.to(x)`
     may name a dtype or tensor rather than a device (write `.to(device=x)`), for `.cuda(x)` with a variable `x`
     (it may be `None`), with `requires_grad`, when the constructor already names a device, under CUDA-graph
-    capture, and when the function also does stream work (see HTD101).
+    capture, and in TorchScript code (see HTD101).
     """
 
 # Known problems shared by the rules that rest on the hot/cold model, and by those whose fix removes a drain.

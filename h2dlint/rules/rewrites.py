@@ -1,24 +1,19 @@
-"""The one rewrite every fix makes: a torch constructor call becomes a call of a runtime helper
-(`h2d_tensor` / `h2d_as_tensor`) with the same arguments, optionally absorbing a `.to(device)` / `.cuda()`
-that followed it.
+"""What a fix rewrites: a torch constructor call becomes a call of a runtime helper (`h2d_tensor` /
+`h2d_as_tensor`) with the same arguments, optionally absorbing a `.to(device)` / `.cuda()` that followed it.
 
-Rules describe the rewrite with ast nodes (`Rewrite`); `plan_fix` turns it into text edits while the source
-is at hand, so that a fix is plain data (cacheable, printable as JSON/SARIF) by the time it is reported.
-Only the flagged expression changes: arguments, comments and layout inside the constructor call are kept.
+Rules describe the rewrite with ast nodes (`Rewrite`); `h2dlint.rules.fix_plan` turns it into a `Fix`
+record of positions and decides how safe it is. The libcst transformer in `h2dlint.fixing` does the rewrite.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple, Union
+from typing import Optional, Tuple, Union
 
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import DATA_CONSTRUCTORS
-from h2dlint.facts.positions import skip_trivia, source_segment, span_of
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.summary import Edit, Fix, Span
-from h2dlint.rules.helper_import import helper_reference
 
 # The keywords each helper takes; anything else (`pin_memory=`, `names=`, `**kwargs`) is left alone.
 HELPER_KEYWORDS = {
@@ -31,6 +26,7 @@ HELPER_KEYWORDS = {
 class Rewrite:
     helper: str  # "h2d_tensor" or "h2d_as_tensor"
     constructor: ast.Call  # the torch call whose callee becomes the helper
+    qualified: str  # what the constructor's callee is: "torch.tensor" or "torch.as_tensor"
     device: Union[ast.expr, str, None] = None  # a device argument to add: an expression to copy, or source text
     absorbed: Optional[ast.Call] = None  # the `.to(...)` / `.cuda(...)` call around `constructor`, removed
 
@@ -41,12 +37,13 @@ FixPlan = Tuple[Optional[Rewrite], Optional[str]]  # the rewrite, or why there i
 # The constructors a helper replaces exactly. `torch.from_numpy` and `torch.asarray` share the caller's memory,
 # which cannot be pinned at construction, so they have no helper.
 HELPER_FOR = {"torch.tensor": "h2d_tensor", "torch.as_tensor": "h2d_as_tensor"}
+CONSTRUCTOR_OF = {helper: constructor for constructor, helper in HELPER_FOR.items()}
 
 
 def constructor_rewrite(call: ast.Call, helper: str) -> FixPlan:
     """`torch.tensor(data, dtype=..., device=...)` -> `h2d_tensor(data, dtype=..., device=...)`."""
     problem = constructor_problem(call, helper)
-    return (None, problem) if problem else (Rewrite(helper, call), None)
+    return (None, problem) if problem else (Rewrite(helper, call, CONSTRUCTOR_OF[helper]), None)
 
 
 def copy_rewrite(copy_call: ast.Call, names: NameResolver) -> FixPlan:
@@ -64,7 +61,7 @@ def copy_rewrite(copy_call: ast.Call, names: NameResolver) -> FixPlan:
     device, copy_problem = _copy_target(copy_call, names)
     if problem or copy_problem:
         return None, problem or copy_problem
-    return Rewrite(helper, constructor, device=device, absorbed=copy_call), None
+    return Rewrite(helper, constructor, CONSTRUCTOR_OF[helper], device=device, absorbed=copy_call), None
 
 
 def constructor_problem(call: ast.Call, helper: str) -> Optional[str]:
@@ -130,41 +127,3 @@ def _names_a_device(expr: Optional[ast.expr], names: NameResolver) -> bool:
     return "device" in name or name == "dev" or name.endswith("_dev")
 
 
-def plan_fix(rewrite: Rewrite, tree: ast.Module, text: str, lines: Sequence[str], helper_module: str) -> Fix:
-    reference, import_edit = helper_reference(tree, text, lines, helper_module, rewrite.helper)
-    edits = [Edit(span_of(rewrite.constructor.func, lines), reference)]
-    if rewrite.device is not None:
-        call = span_of(rewrite.constructor, lines)
-        closing = (call.end_row, call.end_column - 1)  # the call's own `)`
-        argument_end = _past_parentheses(lines, _last_argument(rewrite.constructor), closing)
-        edits.append(Edit(Span(*argument_end, *argument_end), f", device={_source(rewrite.device, text)}"))
-    if rewrite.absorbed is not None:
-        call_end = span_of(rewrite.absorbed, lines)
-        constructor_end = _past_parentheses(lines, rewrite.constructor, (call_end.end_row, call_end.end_column))
-        edits.append(Edit(Span(*constructor_end, call_end.end_row, call_end.end_column), ""))
-    if import_edit is not None:
-        edits.append(import_edit)
-    return Fix(f"Replace with `{reference}(...)`, which copies from pinned memory without blocking", tuple(edits))
-
-
-def _last_argument(call: ast.Call) -> ast.AST:
-    return max([*call.args, *call.keywords], key=lambda node: (node.end_lineno, node.end_col_offset))
-
-
-def _past_parentheses(lines: Sequence[str], node: ast.AST, stop: Tuple[int, int]) -> Tuple[int, int]:
-    """Where `node` ends with the parentheses around it, which its span leaves out: `(ids)` as an argument,
-    `(torch.tensor(ids)).to(...)`. Only `)` closing them, blanks and comments lie between, before `stop`."""
-    span = span_of(node, lines)
-    end = (span.end_row, span.end_column)
-    while True:
-        row, column, _ = skip_trivia(lines, *end)
-        if (row, column) >= stop or lines[row - 1][column - 1] != ")":
-            return end
-        end = (row, column + 1)
-
-
-def _source(value: Union[ast.expr, str], text: str) -> str:
-    if isinstance(value, str):
-        return value
-    segment = source_segment(text, value)
-    return segment if isinstance(value, (ast.Name, ast.Attribute, ast.Constant, ast.Call)) else f"({segment})"

@@ -203,8 +203,8 @@ class TensorWithDevice(Rule):
                 return [t(b, device='cuda:0') for b in batches]  # HTD101
             """,
             fixed="""
-            from torch import tensor as t
             from h2dlint.runtime import h2d_tensor
+            from torch import tensor as t
 
             def run(batches):
                 return [h2d_tensor(b, device='cuda:0') for b in batches]

@@ -1,0 +1,53 @@
+"""The runtime helper's module, decided up front: `helper-module` must name a module of the project or an
+importable one, and `vendor-helper` names the module it writes from the package it lands in."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Optional, Sequence
+
+# Where a project's own top-level packages live, relative to its configuration: a flat layout, or `src/`.
+PROJECT_SOURCE_FOLDERS = (".", "src")
+
+
+def helper_module_problem(module: str, roots: Sequence[str]) -> Optional[str]:
+    """Why fixed code could not import `module` (None when it can): it is neither a file below one of
+    `roots` (a project's folders, see PROJECT_SOURCE_FOLDERS) nor found by Python's import system. Only the
+    top-level package is looked up, never imported, so nothing of the user's runs."""
+    parts = module.split(".")
+    if any(_module_file(os.path.join(root, *parts)) for root in roots):
+        return None
+    try:
+        spec = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and (len(parts) == 1 or any(
+        _module_file(os.path.join(location, *parts[1:])) for location in spec.submodule_search_locations or ()
+    )):
+        return None
+    return (
+        f"helper-module `{module}` is neither a module of the project nor importable; write it with "
+        "`h2dlint vendor-helper PATH`, or fix the setting"
+    )
+
+
+def project_roots(config_root: Optional[str]) -> list:
+    """The folders a project's modules are found in: below its configuration, and the current folder."""
+    roots = [os.path.join(config_root, folder) for folder in PROJECT_SOURCE_FOLDERS] if config_root else []
+    return roots + [os.path.join(os.curdir, folder) for folder in PROJECT_SOURCE_FOLDERS]
+
+
+def module_name_for(path: str) -> str:
+    """The dotted module name of the `.py` file at `path`, from its package root: the first folder up that has
+    no `__init__.py` (`src/` in a src layout, the project folder in a flat one) is on the import path."""
+    folder, name = os.path.split(os.path.abspath(path))
+    parts = [os.path.splitext(name)[0]]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, package = os.path.split(folder)
+        parts.append(package)
+    return ".".join(reversed(parts))
+
+
+def _module_file(base: str) -> bool:
+    return os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py"))
