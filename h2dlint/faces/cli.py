@@ -30,7 +30,7 @@ from h2dlint.project.helper_module import module_name_for
 from h2dlint.project.one_file import project_of, project_settings
 from h2dlint.project.roots import Project
 from h2dlint.project.run import analyse_paths
-from h2dlint.rules import ALL_RULES, RULES_BY_CODE
+from h2dlint.rules import ALL_RULES, OBSERVED_RULES, RULES_BY_CODE
 
 if TYPE_CHECKING:
     pass
@@ -107,8 +107,9 @@ def _vendor_target(path: str) -> str:
 
 def run_rule(args: argparse.Namespace) -> int:
     if args.code is None:
-        width = max(len(rule.name) for rule in ALL_RULES)
-        for rule in ALL_RULES:
+        listed = ALL_RULES + OBSERVED_RULES  # every code a finding may carry
+        width = max(len(rule.name) for rule in listed)
+        for rule in listed:
             print(f"{rule.code}  {rule.name:<{width}} {rule.summary}")
         return EXIT_CLEAN
     rule = RULES_BY_CODE.get(args.code.upper())
