@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from h2dlint.checker.analyzer import enabled_codes, enabled_rules
-from h2dlint.faces.output import count_findings, render, render_errors, render_statistics
+from h2dlint.faces.output import count_findings, fixable_lines, render, render_errors, render_statistics
 from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
 from h2dlint.facts.settings import DEFAULT_HELPER_MODULE, Settings, UsageError
 from h2dlint.facts.sources import SourceError, decode_source
@@ -190,6 +190,7 @@ def _run_fix(parts: Sequence[_Part], args: argparse.Namespace, overrides: Overri
     _report(results, args, summary=False)
     if args.output_format in ("text", "full") and not args.quiet:
         sys.stdout.write(_fix_summary(fixed, sum(len(r.diagnostics) for r in results)))
+        sys.stdout.write("".join(line + "\n" for line in fixable_lines(results)))  # what --unsafe-fixes would do
         if _used_default_helper(outcomes, overrides):
             sys.stdout.write(DEFAULT_HELPER_NOTE.format(module=DEFAULT_HELPER_MODULE) + "\n")
     return _status(results)
