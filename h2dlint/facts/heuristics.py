@@ -21,6 +21,8 @@ import enum
 from dataclasses import dataclass
 from typing import Dict, Iterable, Tuple
 
+from h2dlint.facts.presets import Preset
+
 
 class Effect(str, enum.Enum):
     HOT = "hot"  # code runs per step or per request
@@ -358,12 +360,14 @@ def name_patterns(table: Tuple[Heuristic, ...], disabled: Iterable[str]) -> Tupl
     return tuple((pattern, h.id) for h in table if h.id not in off for pattern in h.patterns)
 
 
-def preset_heuristic(preset, effect: Effect, patterns: Tuple[str, ...], part: str = "") -> Heuristic:
+def preset_heuristic(preset: Preset, effect: Effect, patterns: Tuple[str, ...], part: str = "") -> Heuristic:
     """A preset's own name list (`h2dlint.facts.presets`) as one heuristic: `hot-name-preset-training`."""
     suffix = f"-{part}" if part else ""
-    return Heuristic(f"{effect.value}-name-preset-{preset.name}{suffix}", effect, Group.NAME, preset.rationale, patterns)
+    heuristic = f"{effect.value}-name-preset-{preset.name}{suffix}"
+    return Heuristic(heuristic, effect, Group.NAME, preset.rationale, patterns)
 
 
 def configured_heuristic(effect: Effect, patterns: Tuple[str, ...]) -> Heuristic:
     """`hot-functions` / `cold-functions`, which replace the default names, as the configured heuristic."""
-    return Heuristic(f"{effect.value}-name-configured", effect, Group.NAME, BY_ID[f"{effect.value}-name-configured"].rationale, patterns)
+    heuristic = f"{effect.value}-name-configured"
+    return Heuristic(heuristic, effect, Group.NAME, BY_ID[heuristic].rationale, patterns)

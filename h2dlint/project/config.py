@@ -15,7 +15,7 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pathspec
 
@@ -283,16 +283,15 @@ def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     return tuple(entries)
 
 
-def _level(value: Any) -> str:
-    if value not in LEVELS:
-        raise ValueError(f"expected one of {', '.join(repr(level) for level in LEVELS)}, got {_toml_repr(value)}")
-    return value
+def _one_of(choices: Sequence[str]) -> Callable[[Any], str]:
+    """A reader of a value that must be one of `choices` (a level, a preset)."""
 
+    def read(value: Any) -> str:
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(repr(c) for c in choices)}, got {_toml_repr(value)}")
+        return value
 
-def _preset(value: Any) -> str:
-    if value not in PRESETS:
-        raise ValueError(f"expected one of {', '.join(repr(name) for name in PRESETS)}, got {_toml_repr(value)}")
-    return value
+    return read
 
 
 def _boolean(value: Any) -> bool:
@@ -323,8 +322,8 @@ _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "accelerator-tensors": ("accelerator_tensors", _string_list),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     "project-root": ("project_root", _folder),
-    "min-level": ("min_level", _level),
-    "preset": ("preset", _preset),
+    "min-level": ("min_level", _one_of(LEVELS)),
+    "preset": ("preset", _one_of(tuple(PRESETS))),
     "hot-functions": ("hot_functions", _string_list),
     "cold-functions": ("cold_functions", _string_list),
     "default-exclude": ("default_exclude", _boolean),
