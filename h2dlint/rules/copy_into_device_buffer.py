@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import ast
-import fnmatch
-from typing import Optional
+from typing import Optional, Tuple
 
 from h2dlint.facts.arguments import is_constant, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import host_built_tensor, on_accelerator
-from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.placement import Place, Placement, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
@@ -18,7 +17,7 @@ class CopyIntoDeviceBuffer(Rule):
     code = "HTD107"
     name = "copy-into-device-buffer-from-pageable"
     summary = "`buf.copy_(torch.tensor(x))` into a device buffer in hot code: a blocking copy and a stream sync."
-    triggers = (("tensor", "from_numpy", "asarray"), ("copy_",))
+    triggers = (("copy_",),)
 
     what_it_does = """
         Checks for `buf.copy_(src)` in code that runs per step or per request, where `src` is a tensor just
@@ -129,19 +128,6 @@ class CopyIntoDeviceBuffer(Rule):
             import torch
 
             class Runner:
-                def __init__(self, dev):
-                    self.buf = torch.zeros(4, device=dev)
-
-                def reset(self):
-                    self.buf = None
-
-                def forward(self, x):
-                    self.buf.copy_(torch.tensor(x))
-            """),
-        Valid("""
-            import torch
-
-            class Runner:
                 def __init__(self):
                     self.buf = torch.zeros(4, pin_memory=True)
 
@@ -171,6 +157,21 @@ class CopyIntoDeviceBuffer(Rule):
 
                 def forward(self, x):
                     self.buf.copy_(torch.tensor(x))
+            """),
+        # A host destination, a pinned source copied without blocking, a host name that does not say which memory.
+        Valid("""
+            import torch
+
+            class Runner:
+                def __init__(self, n, dev):
+                    self.lens_cpu = torch.zeros(n, dtype=torch.int32)
+                    self.staging = torch.zeros(n, dtype=torch.int32, pin_memory=True)
+                    self.lens = torch.zeros(n, dtype=torch.int32, device=dev)
+
+                def forward(self, batch, n):
+                    self.lens_cpu[:n].copy_(batch.seq_lens_cpu)
+                    self.lens[:n].copy_(self.staging[:n], non_blocking=True)
+                    self.lens[:n].copy_(batch.seq_lens_cpu, non_blocking=True)
             """),
     )
     INVALID = (
@@ -253,6 +254,45 @@ class CopyIntoDeviceBuffer(Rule):
             """,
             reason="in a loop at line 5",
         ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, dev):
+                    self.buf = torch.zeros(4, device=dev)
+
+                def reset(self):
+                    self.buf = None
+
+                def forward(self, x):
+                    self.buf.copy_(torch.tensor(x))  # HTD107
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, n, dev):
+                    self.lens_cpu = torch.zeros(n, dtype=torch.int32)
+                    self.lens = torch.zeros(n, dtype=torch.int32, device=dev)
+
+                def forward(self, n):
+                    self.lens[:n].copy_(self.lens_cpu[:n])  # HTD107
+            """,
+            reason="(`self.lens_cpu[:n]` is built on the host by `torch.zeros(...)` at line 5; `self.lens[:n]` is"
+            " built on the device",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(out_gpu, logits):
+                out_gpu.copy_(logits.argmax(-1).cpu())  # HTD107
+            """,
+            reason="copied to the host by `.cpu()`",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
@@ -261,35 +301,50 @@ class CopyIntoDeviceBuffer(Rule):
             return None
         positional = positional_args(call)
         source = positional[0] if positional else keyword_value(call, "src")
-        if source is None or host_built_tensor(source, names) is None:
+        if source is None:
             return None
-        if not self._on_accelerator(call.func.value, names):
+        non_blocking = _non_blocking(call, positional)
+        fresh = not context.device_context and host_built_tensor(source, names) is not None
+        placed = None if fresh else context.placement(source)
+        if placed is not None and not _stalls(placed.place, non_blocking):
             return None
-        if _non_blocking(call, positional):
-            problem = (
-                "`.copy_(..., non_blocking=True)` from a tensor just built in pageable memory into a device"
-                " buffer is not asynchronous and may sync the stream"
-            )
+        destination = self._destination(call.func.value, context)
+        if destination is None:
+            return None
+        evidence = [clause(e, p) for e, p in ((source, placed), destination) if p is not None and p.evidence]
+        what = "a tensor just built in pageable memory" if fresh else "a host tensor"
+        if non_blocking:
+            what = what if fresh else "a tensor in pageable memory"
+            problem = f"`.copy_(..., non_blocking=True)` from {what} into a device buffer is not asynchronous and" \
+                " may sync the stream"
         else:
-            problem = (
-                "`.copy_(...)` from a tensor just built in pageable memory into a device buffer makes a blocking"
-                " host-to-device copy and a stream sync on every call"
-            )
+            problem = f"`.copy_(...)` from {what} into a device buffer makes a blocking host-to-device copy and a" \
+                " stream sync on every call"
         return Match(
             node=call,
-            problem=problem,
+            problem=problem + (f" ({'; '.join(evidence)})" if evidence else ""),
             remedy="Build the source with `pin_memory=True` and copy it with `.copy_(..., non_blocking=True)`",
+            placement=tuple(
+                line for e, p in ((source, placed), destination) if p is not None for line in explanation(e, p)
+            ),
         )
 
-    def _on_accelerator(self, destination: ast.expr, names: NameResolver) -> bool:
-        """Whether `destination`, or the tensor it slices (`buf[:n]`), is known to be on an accelerator."""
+    def _destination(self, destination: ast.expr, context: Context) -> Optional[Tuple[ast.expr, Optional[Placement]]]:
+        """(`destination`, its placement evidence, None when the older recogniser knew it) when it is known to be
+        on an accelerator, else None."""
+        placed = context.placement(destination)
+        if placed.place is Place.DEVICE:
+            return destination, placed
         candidates = [destination]
         while isinstance(candidates[-1], ast.Subscript):
             candidates.append(candidates[-1].value)
-        if any(on_accelerator(c, names) for c in candidates):
-            return True
-        patterns = self.settings.accelerator_tensors
-        return any(fnmatch.fnmatchcase(ast.unparse(c), p) for c in candidates for p in patterns)
+        return (destination, None) if any(on_accelerator(c, context.names) for c in candidates) else None
+
+
+def _stalls(place: Place, non_blocking: bool) -> bool:
+    """Whether a copy from a source in `place` makes the host wait: blocking from the host, or non-blocking
+    from pageable memory."""
+    return place is Place.PAGEABLE or (not non_blocking and place.on_host)
 
 
 def _non_blocking(call: ast.Call, positional: list) -> bool:

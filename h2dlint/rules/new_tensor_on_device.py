@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import ast
-import fnmatch
 from typing import Optional
 
 from h2dlint.facts.arguments import keyword_value
 from h2dlint.facts.constructs import is_host_device, on_accelerator
-from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.placement import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
+
+
+PROBLEM = (
+    "`.new_tensor(...)` on an accelerator builds the data on the host and makes a blocking host-to-device copy and"
+    " a stream sync on every call"
+)
+REMEDY = "Build the data with `torch.tensor(..., pin_memory=True)` and copy it with `.to(x.device, non_blocking=True)`"
 
 
 class NewTensorOnDevice(Rule):
@@ -114,6 +120,14 @@ class NewTensorOnDevice(Rule):
                 def forward(self, data):
                     return self.x.new_tensor(data)
             """),
+        # Receivers on the host, or not known.
+        Valid("""
+            import torch
+
+            def forward(seq_lens_cpu, hidden, n):
+                host = torch.zeros(n)
+                return seq_lens_cpu.new_tensor([1]), host.new_tensor([2]), hidden.new_tensor([3])
+            """),
     )
     INVALID = (
         Invalid(
@@ -160,6 +174,38 @@ class NewTensorOnDevice(Rule):
             """,
             reason="in a loop at line 4",
         ),
+        Invalid(
+            """
+            import torch
+
+            def forward(ids_gpu, n):
+                return ids_gpu.new_tensor(list(range(n)))  # HTD105
+            """,
+            reason="(`ids_gpu` is named like a device tensor (`*_gpu`))",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(batch, n):
+                total = int(batch.seq_lens_cpu.sum())
+                return batch.seq_lens.new_tensor([total])  # HTD105
+            """,
+            reason="has a host mirror `seq_lens_cpu`",
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Sampler:
+                def __init__(self, dev):
+                    self.penalties = torch.zeros(8).cuda()
+
+                def forward(self, ids):
+                    return self.penalties.new_tensor(ids)  # HTD105
+            """,
+            reason="moved to the device by `.cuda(...)` at line 5",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
@@ -170,18 +216,14 @@ class NewTensorOnDevice(Rule):
         if device is not None:
             if is_host_device(device, names):
                 return None
-        elif not self._receiver_on_accelerator(call.func.value, names):
-            return None
+            return Match(node=call, problem=PROBLEM, remedy=REMEDY)
+        receiver = call.func.value
+        placed = context.placement(receiver)
+        if placed.place is not Place.DEVICE:
+            return Match(node=call, problem=PROBLEM, remedy=REMEDY) if on_accelerator(receiver, names) else None
         return Match(
             node=call,
-            problem="`.new_tensor(...)` on an accelerator builds the data on the host and makes a blocking"
-            " host-to-device copy and a stream sync on every call",
-            remedy="Build the data with `torch.tensor(..., pin_memory=True)` and copy it with"
-            " `.to(x.device, non_blocking=True)`",
+            problem=f"{PROBLEM} ({clause(receiver, placed)})",
+            remedy=REMEDY,
+            placement=explanation(receiver, placed),
         )
-
-    def _receiver_on_accelerator(self, receiver: ast.expr, names: NameResolver) -> bool:
-        if on_accelerator(receiver, names):
-            return True
-        patterns = self.settings.accelerator_tensors
-        return bool(patterns) and any(fnmatch.fnmatchcase(ast.unparse(receiver), p) for p in patterns)
