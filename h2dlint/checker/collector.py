@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
 from h2dlint.facts.dispatch import declares_interface, record_table, table_called
 from h2dlint.facts.markers import find_marker, header_end
+from h2dlint.facts.placement import PENDING_EVIDENCE, Place, Placement
 from h2dlint.facts.positions import span_of
 from h2dlint.facts.receivers import call_result, call_target, receiver, written_type
 from h2dlint.facts.registrations import (
@@ -34,6 +35,8 @@ from h2dlint.facts.summary import (
     FunctionInfo,
     Marker,
     ModuleSummary,
+    PlacedVariant,
+    PlacementQuery,
     Site,
     Span,
 )
@@ -78,6 +81,9 @@ class _Collector(Walk):
     def run(self, module: ast.Module) -> None:
         self._walk_module(module)
         self._add_registered_custom_ops()
+        placements = self.context.placements or self.module_placements(module)
+        if placements is not None:
+            self.summary.returns, self.summary.attribute_placements = placements.exports()
 
     # --- scopes -------------------------------------------------------------------------------------------
 
@@ -174,6 +180,8 @@ class _Collector(Walk):
             found = check(node, self.context)
             if found is not None:
                 self._record_site(rule, found)
+            if self.context.asked:
+                self._record_pending(rule, check, node, found)
         self._visit(node.func)
         self._visit_all(_arguments_in_source_order(node))
 
@@ -182,8 +190,34 @@ class _Collector(Walk):
             found = check(node, self.context)
             if found is not None:
                 self._record_site(rule, found)
+            if self.context.asked:
+                self._record_pending(rule, check, node, found)
 
-    def _record_site(self, rule: Rule, found: Match) -> None:
+    def _record_pending(self, rule: Rule, check: Callable[..., Optional[Match]], node: ast.AST, found: Any) -> None:
+        """A rule found nothing at `node` while a placement there was pending on one question for the project:
+        record what it reports for each answer, as a site the project resolves (`project.placement_links`)."""
+        asked = self.context.asked
+        query = next(iter(asked)) if len(asked) == 1 and found is None else None
+        asked.clear()
+        placements = self.context.placements
+        if query is None or placements is None:
+            return
+        variants, first = [], None
+        for place in _ANSWERS:
+            placements.assume(query, Placement(place, PENDING_EVIDENCE))
+            match = check(node, self.context)
+            asked.clear()
+            if match is not None:
+                variants.append(PlacedVariant(place.value, match.problem, match.remedy, match.unfixable,
+                                              match.placement))
+                first = first or match
+        placements.assume(None)
+        if first is not None:
+            self._record_site(rule, replace(first, rewrite=None), query, tuple(variants))
+
+    def _record_site(
+        self, rule: Rule, found: Match, query: Optional[PlacementQuery] = None, variants: Tuple[PlacedVariant, ...] = ()
+    ) -> None:
         span = span_of(found.node, self._lines)
         fix, unfixable = self._fix(found)
         loops = self._frames[-1].loops
@@ -203,6 +237,8 @@ class _Collector(Walk):
                 fix=fix,
                 unfixable=unfixable,
                 placement=found.placement,
+                query=query,
+                variants=variants,
             )
         )
 
@@ -253,6 +289,8 @@ class _Collector(Walk):
                 functions[function.qualname] = replace(function, custom_op=how)
 
 
+# The answers a pending placement may get, each tried in turn (`_record_pending`).
+_ANSWERS = (Place.PAGEABLE, Place.PINNED, Place.HOST, Place.DEVICE)
 _TYPED_RECEIVER_KINDS = (CallKind.ATTR, CallKind.METHOD)  # calls whose receiver's class may be known
 
 

@@ -17,7 +17,7 @@ from h2dlint.facts.guards import cached_build_guard, is_once_flag_guard, lazy_bu
 from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.placement import default_device, device_context
-from h2dlint.facts.placement_conventions import conventions_from
+from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, conventions_from
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
@@ -62,10 +62,22 @@ class Walk:
         self._names.push(bindings)
         if self._resolve_names:
             conventions = conventions_from(self._settings)
-            self.context.placements = ModulePlacements(module, bindings, conventions, self._walrus)
+            self.context.placements = ModulePlacements(module, bindings, conventions, self._walrus, self._mirrors())
             self.context.default_device = default_device(module, self._names)
         self._frames.append(Frame(FrameKind.MODULE, ""))
         self._visit_all(module.body)
+
+    def module_placements(self, module: ast.Module) -> Optional[ModulePlacements]:
+        """The placement knowledge of a module walked without rules, for what it tells other files
+        (`ModulePlacements.exports`); None when it uses no torch, so can build no tensor."""
+        if not any("torch" in line for line in self._lines):
+            return None
+        return ModulePlacements(module, module_bindings(module, self._walrus), conventions_from(self._settings),
+                                self._walrus, self._mirrors())
+
+    def _mirrors(self) -> bool:
+        """Whether the source names anything like a host mirror (`x_cpu`): else none is looked for."""
+        return any(suffix in line for line in self._lines for suffix in MIRROR_SUFFIXES)
 
     def _record_class(self, node: ast.ClassDef, qualname: str) -> None:
         raise NotImplementedError

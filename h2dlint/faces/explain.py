@@ -40,7 +40,7 @@ def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
         if site.span.row <= line <= site.span.end_row:
             verdict = _site_verdict(file, index, run.heat, module)
             lines.append(f"{path}:{site.span.row}:{site.span.column}: {site.code} {verdict}")
-            lines.extend(f"    {step}" for step in site.placement)
+            lines.extend(f"    {step}" for step in (site.placement if site.query is None else ()))
     if len(lines) == 1:
         lines.append(f"{path}:{line}: no H2D construct that a selected rule matches is on this line")
     return lines
@@ -69,6 +69,9 @@ def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str
     site: Site = file.summary.sites[index]
     owner: Optional[Heat] = heat.get((module, site.function))
     reason = report_reason(site, owner, module)
+    if site.query is not None:
+        return f"is not reported: where its tensor lives depends on {_asked(site)}, which no file of the" \
+            " project shows to be a placement this rule reports"
     if reason is None:
         why = RULES_BY_CODE[site.code].unreported_reason(site, owner)
         # Named when the site itself is one-time (a guard, a marker); a rule's own reason names no heuristic.
@@ -77,6 +80,14 @@ def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str
     if file.suppressed[index]:
         return _named(f"is suppressed by `# noqa`; without it: {reason}", heuristic)
     return _named(f"is reported: {reason}", heuristic)
+
+
+def _asked(site: Site) -> str:
+    query = site.query
+    if query is None or query.kind == "call":
+        return f"what `{query.name if query else ''}()` returns"
+    what = f"`self.{query.name}()` returns" if query.kind == "method" else f"`self.{query.name}` holds"
+    return f"what {what} in `{query.owner}`, from a base class of another file"
 
 
 def _named(verdict: str, heuristic: Optional[str]) -> str:

@@ -30,6 +30,7 @@ from typing import Callable, Iterable, Optional, Tuple
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype
 from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.summary import PlacementQuery
 
 _MAX_DEPTH = 8  # steps followed back from the use: names, views, attributes, returns
 
@@ -52,6 +53,8 @@ class Placement:
     evidence: str = ""  # a clause completing "`x` ...": "is built on the host by `torch.zeros(...)` at line 12"
     chain: Tuple[str, ...] = ()  # the steps followed, from the use back to the evidence: for `explain`
     heuristic: Optional[str] = None  # the convention that decided it, when one did (`placement-name-host`)
+    # Unknown here, and known only to another file: what to ask the project index (`placement_summary`)
+    pending: Optional[PlacementQuery] = None
 
     def via(self, step: str) -> "Placement":
         return replace(self, chain=(step, *self.chain)) if self.place is not Place.UNKNOWN else self
@@ -62,6 +65,8 @@ class Placement:
 
 
 UNKNOWN = Placement(Place.UNKNOWN)
+# The evidence of an assumed answer to a pending query, replaced by the real one once the project gives it.
+PENDING_EVIDENCE = "\x00pending\x00"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,12 @@ on first use from the assignments and returns this file shows; and the `Placemen
 its bases defined in this file puts it, `None` aside; one that disagrees, or a tuple target, gives unknown.
 A call of a module function (`make_ids()`) or of a method (`self.make_ids()`) is placed where every `return`
 of that function puts its value. Only top-level classes and functions are summarised.
+
+What this file cannot answer, another file of the project may: a function it imports (`make_ids()`,
+`ids_mod.make_ids()`), a method or an attribute its classes inherit from a base class defined elsewhere. Such a
+placement is unknown here, with the question to ask the project index (`Placement.pending`); a rule's match
+that hangs on it is recorded for each possible answer (`assume`), and the project picks one. `exports` gives
+other files what this one knows.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.placement import (
     UNKNOWN,
+    Place,
     Placement,
     PlacementScope,
     agree_all,
@@ -23,6 +30,7 @@ from h2dlint.facts.placement import (
 )
 from h2dlint.facts.placement_conventions import Conventions
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings
+from h2dlint.facts.summary import ExportedPlacement, PlacementQuery
 from h2dlint.facts.syntax import is_none, is_self
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -32,19 +40,35 @@ Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the val
 class ModulePlacements:
     """The placement knowledge of one module, shared by every point of it; summaries are cached."""
 
-    def __init__(self, module: ast.Module, module_scope: Bindings, conventions: Conventions, walrus: bool) -> None:
+    def __init__(
+        self, module: ast.Module, module_scope: Bindings, conventions: Conventions, walrus: bool, mirrors: bool = True
+    ) -> None:
+        """`mirrors`: whether the source may name a host mirror (`MIRROR_SUFFIXES`), which only then is looked for."""
+        self._mirrors = mirrors
         self._module_scope = module_scope
         self._conventions = conventions
         self._walrus = walrus
         self._functions = {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self._classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
         self._class_scopes: Dict[str, Bindings] = {}
+        self._function_scopes: Dict[int, Bindings] = {}  # by id of the function node
         self._assignments: Dict[str, Dict[str, List[Assignment]]] = {}
         self._summaries: Dict[Tuple[str, str], Placement] = {}  # (class or "", attribute or "()function")
         self._in_progress: Set[Tuple[str, str]] = set()
         self._known_names: Dict[int, FrozenSet[str]] = {}
         self._blocks: Dict[int, List[Tuple[int, int, str]]] = {}
         self._default_device = default_device(module, NameResolver.of(module_scope))
+        self._imported, self._star_import = _imported_names(module.body)
+        self._assumed: Dict[PlacementQuery, Placement] = {}  # while a rule's match is tried for each answer
+        self._hypothetical: Dict[Tuple[str, str], Placement] = {}  # summaries under `_assumed`
+
+    def assume(self, query: Optional[PlacementQuery], answer: Placement = UNKNOWN) -> None:
+        """Answer `query` with `answer` from now on (None: answer nothing, as before)."""
+        self._assumed = {query: answer} if query is not None else {}
+        self._hypothetical = {}
+
+    def _ask(self, query: PlacementQuery) -> Placement:
+        return self._assumed.get(query) or Placement(Place.UNKNOWN, pending=query)
 
     def scope(self, names: NameResolver, class_name: Optional[str], function: Optional[FunctionNode]) -> PlacementScope:
         """The scope of a point in `function` (None: module level) of top-level class `class_name`."""
@@ -52,7 +76,7 @@ class ModulePlacements:
             names=names,
             device_context=lambda node: self._device_context(function, node, names),
             attribute=lambda name, depth: self.attribute(class_name, name, depth),
-            returned=lambda call, depth: self.returned(call, class_name, depth),
+            returned=lambda call, depth: self.returned(call, class_name, depth, names),
             convention=lambda expr: self._conventions.placement(expr, lambda: self._names_in(class_name, function)),
         )
 
@@ -74,11 +98,23 @@ class ModulePlacements:
             scope = self.scope(self._names_for(method, class_name), class_name, method)
             step = f"line {line}: `self.{name} = {ast.unparse(value)[:40]}` in `{method.name}`"
             found.append(placement_of(value, scope, depth + 1).via(step))
-        return agree_all(found)
+        return _agreed(found)
 
     def _inherited(self, class_name: str, name: str, depth: int) -> Placement:
         bases = [b.id for b in self._classes[class_name].bases if isinstance(b, ast.Name) and b.id in self._classes]
-        return agree_all(self.attribute(base, name, depth + 1) for base in bases) if bases else UNKNOWN
+        found = _agreed([self.attribute(base, name, depth + 1) for base in bases]) if bases else UNKNOWN
+        if found.place is Place.UNKNOWN and found.pending is None and self._inherits_elsewhere(class_name):
+            if not any(name in self._assignments_of(owner) for owner in self._class_and_bases(class_name)):
+                return self._ask(PlacementQuery("attribute", name, class_name))
+        return found
+
+    def _inherits_elsewhere(self, class_name: str) -> bool:
+        """Whether `class_name` or one of its bases here has a base class that this file does not define."""
+        return any(
+            not (isinstance(base, ast.Name) and base.id in self._classes)
+            for owner in self._class_and_bases(class_name)
+            for base in self._classes[owner].bases
+        )
 
     def _assignments_of(self, class_name: str) -> Dict[str, List[Assignment]]:
         if class_name not in self._assignments:
@@ -92,11 +128,15 @@ class ModulePlacements:
 
     # --- returns ----------------------------------------------------------------------------------------------
 
-    def returned(self, call: ast.Call, class_name: Optional[str], depth: int) -> Placement:
-        """Where what `call` returns lives, when it calls a function or a method of this module."""
+    def returned(
+        self, call: ast.Call, class_name: Optional[str], depth: int, names: Optional[NameResolver] = None
+    ) -> Placement:
+        """Where what `call` returns lives, when it calls a function or a method of this module; the question
+        for the project when it calls one that another file may define."""
         function, owner = self._callee(call, class_name)
         if function is None:
-            return UNKNOWN
+            query = self._query_for(call, class_name, names)
+            return self._ask(query) if query is not None else UNKNOWN
         key = (owner or "", "()" + function.name)
         return self._summary(key, lambda: self._returned(function, owner, depth))  # type: ignore[arg-type]
 
@@ -110,13 +150,31 @@ class ModulePlacements:
                     return method, owner
         return None, None
 
+    def _query_for(
+        self, call: ast.Call, class_name: Optional[str], names: Optional[NameResolver]
+    ) -> Optional[PlacementQuery]:
+        """What to ask the project about a call this file does not define: `f()` or `mod.f()` with `f` or `mod`
+        imported (not bound in the function), `self.m()` with `m` from a base class defined elsewhere."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and is_self(func.value):
+            if class_name in self._classes and self._inherits_elsewhere(class_name):  # type: ignore[operator]
+                return PlacementQuery("method", func.attr, class_name)  # type: ignore[arg-type]
+            return None
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or (names is not None and names.binds_locally(root.id)):
+            return None
+        known = root.id in self._imported or (self._star_import and self._module_scope.lookup(root.id) is None)
+        return PlacementQuery("call", ast.unparse(func)) if known and root.id not in self._classes else None
+
     def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
         values = list(_returned_values(function))
         if not values or any(value is None for value in values):
             return UNKNOWN  # a generator, or a bare `return`
         scope = self.scope(self._names_for(function, owner), owner, function)
         step = f"returned by `{function.name}()`"
-        return agree_all(placement_of(v, scope, depth + 1) for v in values if v is not None).via(step)
+        return _agreed([placement_of(v, scope, depth + 1) for v in values if v is not None]).via(step)
 
     def _class_and_bases(self, class_name: str) -> Iterator[str]:
         seen: Set[str] = set()
@@ -153,8 +211,9 @@ class ModulePlacements:
     # --- shared -----------------------------------------------------------------------------------------------
 
     def _summary(self, key: Tuple[str, str], compute) -> Placement:  # type: ignore[no-untyped-def]
-        if key in self._summaries:
-            return self._summaries[key]
+        summaries = self._hypothetical if self._assumed else self._summaries
+        if key in summaries:
+            return summaries[key]
         if key in self._in_progress:
             return UNKNOWN  # a cycle: `self.a = self.b`, `self.b = self.a`
         self._in_progress.add(key)
@@ -162,8 +221,39 @@ class ModulePlacements:
             result = compute()
         finally:
             self._in_progress.discard(key)
-        self._summaries[key] = result
+        summaries[key] = result
         return result
+
+    # --- for other files ----------------------------------------------------------------------------------------
+
+    def exports(self) -> Tuple[Dict[str, ExportedPlacement], Dict[str, Dict[str, Optional[ExportedPlacement]]]]:
+        """What other files may ask of this one: the placement of what each top-level function and method
+        returns (by qualname), where known or passed on; of each attribute its top-level classes assign (None
+        where unknown). Only returns and assignments whose value could be a tensor (`_MAY_BE_TENSOR`) are
+        worked out."""
+        returns: Dict[str, ExportedPlacement] = {}
+        owners = [(None, name, f) for name, f in self._functions.items()] + [
+            (cls, f"{cls}.{f.name}", f)
+            for cls, node in self._classes.items()
+            for f in node.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        for owner, qualname, function in owners:
+            values = list(_returned_values(function))
+            if values and all(isinstance(v, _MAY_BE_TENSOR) for v in values):
+                key = (owner or "", "()" + function.name)
+                found = _exported(self._summary(key, lambda: self._returned(function, owner, 0)))  # noqa: B023
+                if found is not None:
+                    returns[qualname] = found
+        attributes = {
+            cls: {
+                name: _exported(self.attribute(cls, name, 0))
+                if all(isinstance(v, _MAY_BE_TENSOR) for _, v, _ in assigned) else None
+                for name, assigned in self._assignments_of(cls).items()
+            }
+            for cls in self._classes
+        }
+        return returns, {cls: table for cls, table in attributes.items() if table}
 
     def _names_for(self, function: FunctionNode, class_name: Optional[str]) -> NameResolver:
         scopes = [self._module_scope]
@@ -171,11 +261,15 @@ class ModulePlacements:
             if class_name not in self._class_scopes:
                 self._class_scopes[class_name] = class_bindings(self._classes[class_name], self._walrus)
             scopes.append(self._class_scopes[class_name])
-        return NameResolver.of(*scopes, function_bindings(function, self._walrus))
+        if id(function) not in self._function_scopes:
+            self._function_scopes[id(function)] = function_bindings(function, self._walrus)
+        return NameResolver.of(*scopes, self._function_scopes[id(function)])
 
     def _names_in(self, class_name: Optional[str], function: Optional[FunctionNode]) -> FrozenSet[str]:
         """The names and attribute names used in `function`, and the attributes its class assigns."""
         key = id(function)
+        if not self._mirrors:
+            return frozenset()
         if key not in self._known_names:
             used: Set[str] = set()
             for node in ast.walk(function) if function is not None else ():
@@ -187,6 +281,40 @@ class ModulePlacements:
                 used.update(self._assignments_of(class_name))  # type: ignore[arg-type]
             self._known_names[key] = frozenset(used)
         return self._known_names[key]
+
+
+# Values that may evaluate to a tensor whose placement another file could use; literals, f-strings,
+# comparisons and the like cannot, and `None` in an assignment stops nothing (a tuple target's is unknown).
+_MAY_BE_TENSOR = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.Tuple)
+
+
+def _exported(found: Placement) -> Optional[ExportedPlacement]:
+    if found.place is Place.UNKNOWN and found.pending is None:
+        return None
+    return ExportedPlacement(found.place.value, found.evidence, found.chain, found.pending)
+
+
+def _agreed(placements: List[Placement]) -> Placement:
+    """`agree_all`, except that a single placement is kept as it is, with the question it leaves pending."""
+    return placements[0] if len(placements) == 1 else agree_all(placements)
+
+
+def _imported_names(body: List[ast.stmt]) -> Tuple[FrozenSet[str], bool]:
+    """The names that the module's own statements (not its functions') bind by imports, and whether one
+    is a star import."""
+    names: Set[str] = set()
+    star = False
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                star = star or alias.name == "*"
+                names.add(alias.asname or alias.name.partition(".")[0])
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            pending.extend(s for h in getattr(node, "handlers", ()) for s in h.body)
+    return frozenset(names), star
 
 
 def _method(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
@@ -205,19 +333,40 @@ def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
             pending.extend(ast.iter_child_nodes(node))
 
 
+def _own_statements(function: FunctionNode) -> Iterator[ast.stmt]:
+    """The statements of `function`'s body, not those of functions or classes nested in it: where its
+    `return`s and `self.x = ...` assignments are (an expression holds no statement)."""
+    pending: List[ast.stmt] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in _STATEMENT_LISTS:
+                pending.extend(getattr(node, name, ()))
+            for handler in getattr(node, "handlers", ()):
+                pending.extend(handler.body)
+            for case in getattr(node, "cases", ()):
+                pending.extend(case.body)
+
+
+_STATEMENT_LISTS = ("body", "orelse", "finalbody")
+
+
 def _returned_values(function: FunctionNode) -> Iterator[Optional[ast.expr]]:
-    """The value of each `return` (None for a bare one, and once for a generator)."""
-    for node in _own_nodes(function):
+    """The value of each `return` (None for a bare one, and once for a generator: a `yield` that is a
+    statement's value, as generators write it; one deeper in an expression is not looked for)."""
+    for node in _own_statements(function):
         if isinstance(node, ast.Return):
             yield node.value
-        elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+        value = getattr(node, "value", None)
+        if isinstance(value, (ast.Yield, ast.YieldFrom)):
             yield None
 
 
 def _self_assignments(method: FunctionNode) -> Iterator[Tuple[str, Optional[ast.expr], int]]:
     """(attribute, value, line) for each `self.x = value` in `method`; the value is None when `x` does not get
     a value of its own (a tuple target, `for self.x in ...`). `self.x = None` is left out: not a tensor."""
-    for node in _own_nodes(method):
+    for node in _own_statements(method):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and is_self(target.value):

@@ -146,6 +146,10 @@ class NameResolver:
                 return found or None
         return None
 
+    def binds_locally(self, name: str) -> bool:
+        """Whether the innermost function scope binds `name` itself (a parameter, a local, a local import)."""
+        return len(self._scopes) > 1 and not self._scopes[-1].is_class and self._scopes[-1].lookup(name) is not None
+
     def is_accelerator_attribute(self, name: str) -> bool:
         """Whether `self.name`, read in a method, is an attribute its class always puts on an accelerator."""
         if len(self._scopes) < 2 or self._scopes[-1].is_class:

@@ -135,6 +135,42 @@ class CallRef:
 
 
 @dataclass(frozen=True)
+class PlacementQuery:
+    """A placement this file cannot answer alone, asked of the project index once every file is summarised:
+    what `written()` returns ("call": `make_ids`, `ids_mod.make_ids`, looked up through the file's imports),
+    what a method that `owner` inherits returns ("method"), or what an attribute it inherits holds
+    ("attribute"); `owner` is a class of this file, `name` the method or attribute."""
+
+    kind: str
+    name: str
+    owner: str = ""
+
+
+@dataclass(frozen=True)
+class ExportedPlacement:
+    """What a file knows of where a function's return value or a class's attribute lives, for other files
+    (`facts.placement_exports`): a `facts.placement.Place` value with its evidence and chain, or a question of
+    its own to pass on (`pending`)."""
+
+    place: str
+    evidence: str = ""
+    chain: Tuple[str, ...] = ()
+    pending: Optional[PlacementQuery] = None
+
+
+@dataclass(frozen=True)
+class PlacedVariant:
+    """What a rule reports at a pending site if the query's answer is `place` (a `Place` value); `evidence`
+    in `problem` and `placement` stands for the answer's evidence (`facts.placement.PENDING_EVIDENCE`)."""
+
+    place: str
+    problem: str
+    remedy: str
+    unfixable: Optional[str]
+    placement: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Site:
     """An H2D construct that a rule matched; whether it is reported depends on hotness."""
 
@@ -153,6 +189,10 @@ class Site:
     fix: Optional[Fix] = None
     unfixable: Optional[str] = None  # why the rule's fix does not apply here
     placement: Tuple[str, ...] = ()  # where the tensors it reads live, and why (`facts.placement.explanation`)
+    # A site whose operand lives where another file says: reported only once the project answers `query`
+    # with a placement one of `variants` is for (`project.placement_links`); never on a file alone.
+    query: Optional[PlacementQuery] = None
+    variants: Tuple[PlacedVariant, ...] = ()
 
 
 @dataclass
@@ -172,3 +212,8 @@ class ModuleSummary:
     # Dispatch tables (`facts.dispatch`): name as written (`HANDLERS`, `self.HANDLERS` both "HANDLERS") ->
     # the functions it maps to: ("name", f) for `f`, ("self", m) for `self.m`.
     tables: Dict[str, Tuple[Tuple[str, str], ...]] = field(default_factory=dict)
+    # For other files (`facts.placement_exports`): where what each top-level function and method returns
+    # lives (by qualname: `make_ids`, `Pool.alloc`), and what each attribute of a top-level class holds
+    # (None: assigned there, placement unknown).
+    returns: Dict[str, ExportedPlacement] = field(default_factory=dict)
+    attribute_placements: Dict[str, Dict[str, Optional[ExportedPlacement]]] = field(default_factory=dict)

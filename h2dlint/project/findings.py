@@ -75,8 +75,9 @@ def report_level(site: Site, owner: Optional[Heat]) -> str:
 
 
 def report_reason(site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
-    """Why `site` is reported, or None when it is not: its rule decides, given its function's heat."""
-    return RULES_BY_CODE[site.code].report_reason(site, owner, module)
+    """Why `site` is reported, or None when it is not: its rule decides, given its function's heat. A site
+    still waiting on another file's placement (`placement_links`) is not."""
+    return RULES_BY_CODE[site.code].report_reason(site, owner, module) if site.query is None else None
 
 
 def report_heuristic(site: Site, owner: Optional[Heat], reason: str, module: str = "") -> Optional[str]:

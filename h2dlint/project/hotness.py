@@ -84,11 +84,13 @@ def _spread_hot(graph: CallGraph, heat: Dict[Key, Heat], roots: List[Tuple[Key, 
                 queue.append(callee)
 
 
-# What propagation never reads: where functions and calls are (it names the line only of a loop call), and
-# the sites, which decide only their own module's findings. Any other field, present or added later, counts.
+# What propagation never reads: where functions and calls are (it names the line only of a loop call), the
+# sites, which decide only their own module's findings, and the placement exports, which only other files'
+# pending sites read (`placement_links.relink` resolves those again). Any other field, present or added later,
+# counts.
 _NOT_READ = frozenset(
     {(ModuleSummary, "sites"), (FunctionInfo, "line"), (FunctionInfo, "end_line"), (CallRef, "line"),
-     (CallRef, "capture_line")}
+     (CallRef, "capture_line"), (ModuleSummary, "returns"), (ModuleSummary, "attribute_placements")}
 )
 MovedLoops = Dict[str, Heat]  # the tag of a loop root before an edit -> that root after it
 

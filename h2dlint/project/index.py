@@ -141,6 +141,17 @@ class ProjectGraph(CallGraph):
         summary = self._modules.get(key[0])
         return summary.functions.get(key[1]) if summary is not None else None
 
+    def function_named(self, module: str, written: str) -> Optional[Key]:
+        """The project's top-level function that `written` (`f`, `mod.f`) names in `module`, if it names one."""
+        head, _, name = written.rpartition(".")
+        target = self._module_member(module, head, name) if head else self._lookup(module, name)
+        found = target is not None and target[1] is not None and self.function(target) is not None  # type: ignore
+        return target if found else None  # type: ignore[return-value]
+
+    def first_in_hierarchy(self, cls: Key, find: Callable[[Key], Optional[List[Key]]]) -> List[Key]:
+        """What `find` gives for `cls` or the first of its bases, across files, that it is defined for."""
+        return self._first_in_hierarchy(cls, find)
+
     # --- resolution -------------------------------------------------------------------------------------------
 
     def _resolve(self, module: str, call: CallRef) -> List[Key]:

@@ -1,7 +1,8 @@
 """A run over many files: per-file summaries (cached, in worker processes), then hotness across the project.
 
     discover -> stat each file -> summaries from the cache, or read, hashed and parsed (in parallel when many)
-             -> ProjectGraph over all summaries -> propagate heat -> diagnostics per file
+             -> ProjectGraph over all summaries -> propagate heat -> pending placements resolved through
+             the graph (`placement_links`) -> diagnostics per file
 
 With the cache, a run where nothing changed returns the last run's results; one where some files changed
 re-summarises only those, and when the edits leave propagation's input as it was (`hotness.moved_loops`),
@@ -34,6 +35,7 @@ from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_mov
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_names import module_names
 from h2dlint.project.observed import observe
+from h2dlint.project.placement_links import PlacementLinks, relink
 from h2dlint.project.roots import Project
 
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -163,27 +165,28 @@ def analyse(
     summarised: Optional[Dict[str, _Outcome]] = None,
 ) -> ProjectRun:
     """Summarise every file (from the cache where it can, or from `summarised`: files this run already
-    summarised), then reason about hotness across all of them."""
+    summarised), then reason about hotness and placements across all of them."""
     paths = [c.path for c in candidates if c.error is None]
     outcomes = _summaries(paths, settings, jobs or default_jobs(), cache, last or LastRun(), progress, summarised)
     # In discovery order, whichever files came from the cache: ties between call chains break the same way.
     done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
     modules = module_names(done)
-    graph = ProjectGraph({modules[p]: o[2].summary for p, o in done.items()}, {modules[p]: p for p in done})
+    summaries, files = {modules[p]: o[2].summary for p, o in done.items()}, {modules[p]: p for p in done}
+    graph = ProjectGraph(summaries, files)
     heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
-    results = []
+    links, results, resolved = PlacementLinks(graph, summaries, files), [], {}
     for candidate in candidates:
         outcome = outcomes.get(candidate.path, candidate.error)
         if isinstance(outcome, str) or outcome is None:
             results.append(FileResult(candidate.path, (), outcome))
             continue
-        file, module = outcome[2], modules[candidate.path]
+        module = modules[candidate.path]
+        file = resolved[candidate.path] = links.resolved(outcome[2], module)
         found = diagnostics(file, file_heat(heat, module, file), module, settings.min_level)
         if settings.profile:
             found = with_observed_syncs(candidate.path, found, settings)
         results.append(FileResult(candidate.path, found, file.error))
-    summaries = {p: o[2] for p, o in done.items()}
-    return ProjectRun(results, summaries, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
+    return ProjectRun(results, resolved, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
 
 
 def file_heat(heat: Dict[Key, Heat], module: str, file: FileSummary) -> Dict[str, Heat]:
@@ -294,6 +297,8 @@ def _recheck_changed(
     for path, file in files.items():
         module, file_heat = heat[os.path.abspath(path)]
         results[path] = FileResult(path, diagnostics(file, file_heat, module, settings.min_level), file.error)
+    if not relink(candidates, cache, last.stats, stats, heat, files, settings.min_level, results):
+        return None
     keys = _content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])
     return LastRun(stats, _fingerprint(candidates, keys), results, heat, last.layout, last.names)
 
@@ -336,13 +341,8 @@ def _move_loops(
 
 
 def _summaries(
-    paths: Sequence[str],
-    settings: Settings,
-    jobs: int,
-    cache: Optional[Cache],
-    last: LastRun,
-    progress: Optional[Progress] = None,
-    summarised: Optional[Dict[str, _Outcome]] = None,
+    paths: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache], last: LastRun,
+    progress: Optional[Progress] = None, summarised: Optional[Dict[str, _Outcome]] = None,
 ) -> Dict[str, _Outcome]:
     found: Dict[str, _Outcome] = dict(summarised or {})
     todo: List[str] = []

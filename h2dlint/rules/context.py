@@ -12,13 +12,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Set, Union
 
 from h2dlint.facts.constructs import stream_work_in
 from h2dlint.facts.placement import UNKNOWN, Placement, placement_of
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.summary import MODULE, LoopRegion
+from h2dlint.facts.summary import MODULE, LoopRegion, PlacementQuery
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -65,13 +65,19 @@ class Context:
         self.device_contexts: List[str] = []
         self.default_device: Optional[str] = None  # "after `torch.set_default_device(...)` at line 3"
         self.placements: Optional[ModulePlacements] = None  # the module's placement knowledge (`facts.placement`)
+        # The questions for the project that the placements asked since the walk last cleared this: a rule's
+        # match may hang on their answers (`checker.collector` then tries each).
+        self.asked: Set[PlacementQuery] = set()
 
     def placement(self, expr: ast.expr) -> Placement:
         """Where the tensor `expr` lives, here, with its evidence (`facts.placement`)."""
         if self.placements is None:
             return UNKNOWN
         scope = self.placements.scope(self.names, self._method_class(), self.function)
-        return placement_of(expr, scope)
+        found = placement_of(expr, scope)
+        if found.pending is not None:
+            self.asked.add(found.pending)
+        return found
 
     @property
     def device_context(self) -> Optional[str]:

@@ -1,0 +1,172 @@
+"""Placements across files: the pending sites of each file, resolved through the project index.
+
+A file's placement analysis knows what its own functions return and what its own classes assign. When a copy's
+tensor comes from a function it imports (`ids = make_ids()`, `ids_mod.make_ids()`), or from a method or an
+attribute one of its classes inherits from a class in another file, the site is recorded *pending*: with the
+question (`PlacementQuery`) and what the rule reports for each answer (`PlacedVariant`). Once every file is
+summarised, the question is asked of the file that defines the function or class (its `ModuleSummary.returns`
+and `attribute_placements`), through imports, re-exports and base classes as the index resolves calls. The
+site then becomes the variant for the answer, with the evidence naming the other file ("`ids` is returned by
+`make_ids()` (pkg/ids.py), where it is built on the host by `torch.zeros(...)` at line 3"), or stays pending:
+never reported. A file checked alone (flake8 without a project, `--isolated-files` on one file) has no one to
+ask, so its pending sites are never reported there either.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from h2dlint.checker.analyzer import FileSummary
+from h2dlint.facts.heat import Heat, Key
+from h2dlint.facts.placement import PENDING_EVIDENCE
+from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementQuery, Site
+from h2dlint.project.cache import Cache, Stat
+from h2dlint.project.files import Candidate
+from h2dlint.project.findings import FileResult, diagnostics
+from h2dlint.project.index import ProjectGraph
+
+_MAX_LINKS = 8  # files followed from one question: `a.f` returns `b.g()`, which returns `c.h()`, ...
+_Asked = FrozenSet[Tuple[str, PlacementQuery]]
+_Keyed = Tuple[Optional[Stat], str]  # a file's stat and content key
+
+
+def has_pending(file: FileSummary) -> bool:
+    """Whether a site of `file` waits on another file's placement."""
+    return any(site.query is not None for site in file.summary.sites)
+
+
+class PlacementLinks:
+    """Answers to the placement questions of a project's files, from the summaries of the files asked."""
+
+    def __init__(self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], paths: Dict[str, str]) -> None:
+        """`modules` and `paths` (the file of each module, as the run names it) by module name, as in `graph`."""
+        self._graph = graph
+        self._modules = modules
+        self._paths = paths
+
+    def resolved(self, file: FileSummary, module: str) -> FileSummary:
+        """`file` with each pending site whose question the project answers with a placement its rule
+        reports replaced by that finding."""
+        if not has_pending(file):
+            return file
+        sites = [self._resolved_site(site, module) for site in file.summary.sites]
+        return replace(file, summary=replace(file.summary, sites=sites))
+
+    def _resolved_site(self, site: Site, module: str) -> Site:
+        if site.query is None:
+            return site
+        answer = self.answer(module, site.query, os.path.dirname(os.path.abspath(self._paths.get(module, ""))))
+        variant = next((v for v in site.variants if answer is not None and v.place == answer.place), None)
+        if variant is None or answer is None:
+            return site
+        steps = tuple(f"  from {step}" for step in answer.chain)
+        return replace(
+            site,
+            problem=variant.problem.replace(PENDING_EVIDENCE, answer.evidence),
+            remedy=variant.remedy,
+            unfixable=variant.unfixable,
+            placement=tuple(line.replace(PENDING_EVIDENCE, answer.evidence) for line in variant.placement) + steps,
+            query=None,
+            variants=(),
+        )
+
+    def answer(
+        self, module: str, query: PlacementQuery, origin: str, asked: _Asked = frozenset()
+    ) -> Optional[ExportedPlacement]:
+        """Where the tensor `query`, asked in `module`, lives, with evidence naming the file that knows, by its
+        path from the folder `origin` (the same from every face); None when no file of the project knows, or
+        the question comes back to itself (a cycle)."""
+        if (module, query) in asked or len(asked) >= _MAX_LINKS:
+            return None
+        found = self._definition(module, query)
+        if found is None:
+            return None
+        where, exported, how = found
+        if exported is None:
+            return None
+        path = os.path.relpath(os.path.abspath(self._paths.get(where, where)), origin)
+        chain = tuple(f"{path}: {step}" for step in exported.chain)
+        if exported.pending is not None:
+            deeper = self.answer(where, exported.pending, origin, asked | {(module, query)})
+            if deeper is None:
+                return None
+            exported = replace(deeper, chain=chain + deeper.chain)
+            chain = exported.chain
+        return ExportedPlacement(exported.place, f"{how} ({path}), where it {exported.evidence}", chain)
+
+    def _definition(self, module: str, query: PlacementQuery) -> Optional[Tuple[str, Optional[ExportedPlacement], str]]:
+        """(the module that defines what `query` asks about, what it exports of it, how the evidence names it)."""
+        if query.kind == "call":
+            key = self._graph.function_named(module, query.name)
+            return (key[0], self._returned(key), f"is returned by `{query.name}()`") if key is not None else None
+        cls = (module, query.owner)
+        if query.kind == "method":
+            methods = self._graph.first_in_hierarchy(cls, lambda c: self._defined(c, query.name))
+            if not methods:
+                return None
+            owner = methods[0][1].rpartition(".")[0]
+            return methods[0][0], self._returned(methods[0]), f"is returned by `self.{query.name}()` of `{owner}`"
+        found = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._assigns(c, query.name) else None)
+        if not found:
+            return None
+        where, owner = found[0]
+        exported = self._modules[where].attribute_placements[owner][query.name]
+        return where, exported, f"is assigned by `{owner}`"
+
+    def _returned(self, function: Key) -> Optional[ExportedPlacement]:
+        return self._modules[function[0]].returns.get(function[1])
+
+    def _defined(self, cls: Key, name: str) -> Optional[List[Key]]:
+        method = (cls[0], f"{cls[1]}.{name}")
+        return [method] if self._graph.function(method) is not None else None
+
+    def _assigns(self, cls: Key, name: str) -> bool:
+        return name in self._modules[cls[0]].attribute_placements.get(cls[1], {})
+
+
+def relink(
+    candidates: Sequence[Candidate],
+    cache: Cache,
+    old_keys: Dict[str, _Keyed],
+    stats: Dict[str, _Keyed],
+    heat: Dict[str, Tuple[str, Dict[str, Heat]]],
+    files: Dict[str, FileSummary],
+    min_level: str,
+    results: Dict[str, FileResult],
+) -> bool:
+    """After edits that leave the heat as it was (`run._recheck_changed`), the findings of every file with
+    pending sites, recomputed in `results` when an edited file (`files`, by path as given) exports other
+    placements than before or has pending sites itself; the heat is not propagated again. `old_keys` and
+    `stats` are the content keys before and after, `heat` the module and heat of each file, all by absolute
+    path. False when a summary it needs is no longer in the cache."""
+    edited = [(p, f) for p, f in files.items() if old_keys[os.path.abspath(p)][1] != stats[os.path.abspath(p)][1]]
+    if not any(has_pending(file) or _exports_changed(cache, old_keys, path, file) for path, file in edited):
+        return True
+    summaries: Dict[str, FileSummary] = {}
+    for candidate in candidates:
+        if candidate.error is None:
+            full = os.path.abspath(candidate.path)
+            found = files.get(candidate.path) or cache.load_summary(stats[full][1])
+            if not isinstance(found, FileSummary):
+                return False
+            summaries[candidate.path] = found
+    modules = {path: heat[os.path.abspath(path)][0] for path in summaries}
+    by_module, paths = {modules[p]: f.summary for p, f in summaries.items()}, {m: p for p, m in modules.items()}
+    links = PlacementLinks(ProjectGraph(by_module, paths), by_module, paths)
+    for path, file in summaries.items():
+        if has_pending(file):
+            module, file_heat = heat[os.path.abspath(path)]
+            found = diagnostics(links.resolved(file, module), file_heat, module, min_level)
+            results[path] = FileResult(path, found, file.error)
+    return True
+
+
+def _exports_changed(cache: Cache, old_keys: Dict[str, _Keyed], path: str, new: FileSummary) -> bool:
+    old = cache.load_summary(old_keys[os.path.abspath(path)][1])
+    return not isinstance(old, FileSummary) or _exports(old) != _exports(new)
+
+
+def _exports(file: FileSummary) -> object:
+    return file.summary.returns, file.summary.attribute_placements
