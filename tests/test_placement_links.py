@@ -139,3 +139,12 @@ def test_editing_the_other_file_updates_the_finding_with_the_cache(project, run_
     edit(project / "pkg" / "runner.py", "return a, b, c, d, e", "return (a, b, c, d, e)")  # a body edit
     assert rows() == [9, 10, 12, 13]
     assert rows() == [9, 10, 12, 13]  # nothing changed: the last run's results
+
+
+def test_stdin_of_the_saved_file_gives_the_projects_verdict(project, run_cli):
+    runner = project / "pkg" / "runner.py"
+    args = ["-m", "h2dlint", "check", "--output-format", "concise"]
+    piped = subprocess.run([PYTHON, *args, "--stdin-filename", "pkg/runner.py", "-"], input=runner.read_text(),
+                           capture_output=True, text=True, cwd=project)
+    on_disk = subprocess.run([PYTHON, *args, "pkg/runner.py"], capture_output=True, text=True, cwd=project)
+    assert piped.stdout == on_disk.stdout and piped.stdout.count("HTD103") == 4
