@@ -190,6 +190,14 @@ class BlockingHostCopy(Rule):
                 host = torch.arange(n)
                 return lens_cpu.to("cuda"), host.to(host.device)
             """),
+        # `.to(t)` and `.to(t.device)` with `t` on the host stay on the host.
+        Valid("""
+            import torch
+
+            def forward(lens_cpu):
+                host = torch.arange(4)
+                return host.to(lens_cpu), host.to(lens_cpu.device)
+            """),
     )
     INVALID = (
         Invalid(

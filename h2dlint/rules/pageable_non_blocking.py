@@ -156,6 +156,15 @@ class PageableNonBlocking(Rule):
                         ids.to(dev, non_blocking=True),
                     )
             """),
+        # Empty data is never copied; branches that may be pinned leave the memory unknown.
+        Valid("""
+            import torch
+
+            def forward(dev, flag, staged_cpu):
+                empty = torch.zeros(0, dtype=torch.int64)
+                either = staged_cpu if flag else torch.zeros(3)
+                return empty.to(dev, non_blocking=True), either.to(dev, non_blocking=True)
+            """),
     )
     INVALID = (
         Invalid(
