@@ -10,274 +10,39 @@ family from above; whether each site really syncs, and how often it runs, is for
 
 Per tree it prints the files scanned and the count per kind. `--sample N` writes, per tree, the first N
 distinct `path:line` sites in the order of sha1 of `path:line` (deterministic, and unrelated to the code), each
-with its kinds, enclosing function and a few lines of context, and no verdict. `--sample N` may also be given
-per tree as `NAME=ROOT:N`.
+with its kinds, enclosing function and a few lines of context, and no verdict (`NAME=ROOT:N` sets N per tree).
+`--kinds focus` (or a list of kinds) samples only sites with one of those kinds, in the same order, so a focused
+sample begins with the focused sites of the plain one. `--labels FILE` prints, per tree, the labels over the
+labelled prefix of each stratum (all sites, the focus kinds, the rest) and per kind.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import hashlib
 import os
 import sys
 from collections import Counter
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from d2h_constructs import Construct, scan_source  # noqa: E402
 
 # Vendored tests, benchmarks and examples are not the engine's runtime code.
 EXCLUDED_DIRS = frozenset({"tests", "test", "benchmarks", "examples"})
 CONTEXT_BEFORE, CONTEXT_AFTER = 4, 4
-
-# Method calls without arguments that copy to the host; `numpy` is listed as a trap (it raises on CUDA).
-NO_ARG_METHODS = {"tolist": "tolist", "item": "item", "cpu": "cpu", "numpy": "numpy"}
-# Calls by their last name, whatever the receiver (`x.nonzero()`, `torch.nonzero(x)`, `np.argwhere`).
-NAMED_CALLS = {
-    "nonzero": "nonzero",
-    "argwhere": "nonzero",
-    "bincount": "bincount",
-    "unique": "unique",
-    "unique_consecutive": "unique",
-}
-PY_NUMBER_BUILTINS = frozenset({"int", "float", "bool"})
-PY_REDUCTIONS = frozenset({"any", "all", "sum", "max", "min"})
-CONDITION_METHODS = frozenset({"any", "all"})
-CONDITION_FUNCTIONS = frozenset({"equal", "allclose"})
-# Builtin type names, which in `a | b` make a union of types rather than a mask.
-BUILTIN_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set", "type", "object"})
-# A name that says it holds a boolean mask.
-MASK_WORD = "mask"
-
-
-class Construct(NamedTuple):
-    path: str  # relative to the tree
-    line: int
-    kind: str
-    detail: str
-    function: str  # enclosing qualname, "<module>" at top level
-
-
-def _last_name(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-def _is_literal(node: ast.AST) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _is_literal(node.operand)
-    return isinstance(node, ast.Constant)
-
-
-def _is_cpu_device(node: ast.AST) -> bool:
-    """`"cpu"` or `torch.device("cpu")`."""
-    if isinstance(node, ast.Constant):
-        return node.value == "cpu"
-    if isinstance(node, ast.Call) and _last_name(node.func) == "device" and node.args:
-        return _is_cpu_device(node.args[0])
-    return False
-
-
-def _keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
-
-def _is_mask_index(index: ast.AST) -> bool:
-    if isinstance(index, ast.Compare):
-        return True
-    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
-        return True
-    if isinstance(index, ast.BinOp) and isinstance(index.op, (ast.BitAnd, ast.BitOr)):
-        return not _is_type_union(index)
-    name = _last_name(index)
-    return name is not None and MASK_WORD in name.lower()
-
-
-def _is_type_union(node: ast.AST) -> bool:
-    """`A | None`, `int | str`: a union of types (a type alias such as `dict[str, A | None]`), not a mask."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return _is_type_union(node.left) and _is_type_union(node.right)
-    if isinstance(node, ast.Constant):
-        return node.value is None
-    name = _last_name(node)
-    return name is not None and (name[:1].isupper() or name in BUILTIN_TYPES)
-
-
-def _index_parts(index: ast.AST) -> List[ast.AST]:
-    return list(index.elts) if isinstance(index, ast.Tuple) else [index]
-
-
-def _end_argument(call: ast.Call) -> Optional[ast.AST]:
-    """The end of `range(...)` / `arange(...)`: the only argument, or the second."""
-    end = _keyword(call, "end")
-    if end is not None:
-        return end
-    if len(call.args) == 1:
-        return call.args[0]
-    if len(call.args) >= 2:
-        return call.args[1]
-    return None
-
-
-def _one_bare_operand(call: ast.Call) -> bool:
-    """`any(x)`, `sum(self.lens)`: iterating a bare name or attribute, which may be a tensor."""
-    return len(call.args) == 1 and isinstance(call.args[0], (ast.Name, ast.Attribute))
-
-
-def _condition_kind(test: ast.AST) -> Optional[str]:
-    """`x.any()`, `x.all()`, `torch.equal(a, b)`, `torch.allclose(a, b)`, under `not` / `and` / `or`."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _condition_kind(test.operand)
-    if isinstance(test, ast.BoolOp):
-        kinds = [k for k in map(_condition_kind, test.values) if k]
-        return kinds[0] if kinds else None
-    if not isinstance(test, ast.Call) or not isinstance(test.func, ast.Attribute):
-        return None
-    if test.func.attr in CONDITION_METHODS and not test.args:
-        return f".{test.func.attr}()"
-    if test.func.attr in CONDITION_FUNCTIONS and _last_name(test.func.value) == "torch":
-        return f"torch.{test.func.attr}"
-    return None
-
-
-class _Scanner(ast.NodeVisitor):
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.scopes: List[str] = []
-        self.found: List[Construct] = []
-
-    def _add(self, node: ast.AST, kind: str, detail: str = "") -> None:
-        function = ".".join(self.scopes) or "<module>"
-        self.found.append(Construct(self.path, node.lineno, kind, detail, function))
-
-    def _scope(self, name: str, outside: Sequence[Optional[ast.AST]], body: Sequence[ast.stmt]) -> None:
-        """Visit what is evaluated outside the scope, then the body inside it; annotations and bases are skipped."""
-        for child in outside:
-            if child is not None:
-                self.visit(child)
-        self.scopes.append(name)
-        for statement in body:
-            self.visit(statement)
-        self.scopes.pop()
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        # Annotations are types, not tensors: `list[A | B]`, `Optional[Mask]` are no mask indexing.
-        self._scope(node.name, (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults), node.body)
-
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        # Bases are types too: `class Flat(MutableSequence[Entry | None])`.
-        self._scope(node.name, (*node.decorator_list, *(k.value for k in node.keywords)), node.body)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self.visit(node.target)
-        if node.value is not None:
-            self.visit(node.value)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        self._method_call(node)
-        self._named_call(node)
-        self._python_number_call(node)
-        self._fill_value(node)
-        self._tensor_of_elements(node)
-        self.generic_visit(node)
-
-    def _method_call(self, node: ast.Call) -> None:
-        if not isinstance(node.func, ast.Attribute):
-            return
-        attr = node.func.attr
-        if attr in NO_ARG_METHODS and not node.args and not node.keywords:
-            self._add(node, NO_ARG_METHODS[attr])
-        elif attr == "to":
-            target = node.args[0] if node.args else _keyword(node, "device")
-            if target is not None and _is_cpu_device(target):
-                self._add(node, "to-cpu")
-        elif attr == "repeat_interleave":
-            self._repeat_interleave(node)
-
-    def _repeat_interleave(self, node: ast.Call) -> None:
-        if _keyword(node, "output_size") is not None:
-            return
-        # `x.repeat_interleave(repeats)` or `torch.repeat_interleave(x, repeats)`.
-        on_torch = _last_name(node.func.value) == "torch"  # type: ignore[attr-defined]
-        positional = node.args[1:] if on_torch else node.args
-        repeats = _keyword(node, "repeats") or (positional[0] if positional else None)
-        if repeats is None:
-            detail = "repeats=none"
-        elif _is_literal(repeats):
-            detail = "repeats=int-literal"
-        elif isinstance(repeats, ast.Name):
-            detail = "repeats=name"
-        else:
-            detail = "repeats=expr"
-        self._add(node, "repeat_interleave", detail)
-
-    def _named_call(self, node: ast.Call) -> None:
-        name = _last_name(node.func)
-        if name in NAMED_CALLS:
-            self._add(node, NAMED_CALLS[name], name)
-        elif name == "where" and len(node.args) == 1 and not node.keywords:
-            self._add(node, "nonzero", "where-1-arg")
-        elif isinstance(node.func, ast.Name) and name in PY_REDUCTIONS and _one_bare_operand(node):
-            self._add(node, "py-reduce", name)
-
-    def _python_number_call(self, node: ast.Call) -> None:
-        name = _last_name(node.func)
-        if isinstance(node.func, ast.Name) and name in PY_NUMBER_BUILTINS:
-            if node.args and not _is_literal(node.args[0]):
-                self._add(node, "py-number", f"{name}()")
-        elif name == "range" and isinstance(node.func, ast.Name) or name == "arange":
-            end = _end_argument(node)
-            if isinstance(end, (ast.Subscript, ast.Attribute)):
-                self._add(node, "py-number", f"{name}-end")
-
-    def _fill_value(self, node: ast.Call) -> None:
-        value = _keyword(node, "fill_value")
-        if value is None and _last_name(node.func) == "full" and len(node.args) >= 2:
-            value = node.args[1]
-        if value is not None and not _is_literal(value):
-            self._add(node, "py-number", "fill_value")
-
-    def _tensor_of_elements(self, node: ast.Call) -> None:
-        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "tensor"):
-            return
-        if _last_name(node.func.value) != "torch" or not node.args:
-            return
-        values = node.args[0]
-        if isinstance(values, (ast.List, ast.Tuple)) and any(
-            isinstance(e, (ast.Subscript, ast.Call)) for e in values.elts
-        ):
-            self._add(node, "tensor-of-elements")
-
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        for part in _index_parts(node.slice):
-            if _is_mask_index(part):
-                self._add(node, "mask-index", "target" if isinstance(node.ctx, ast.Store) else "read")
-            elif isinstance(part, ast.Slice):
-                bounds = (part.lower, part.upper)
-                if any(isinstance(b, ast.Subscript) for b in bounds):
-                    self._add(node, "py-number", "slice-bound")
-        self.generic_visit(node)
-
-    def _test(self, node: ast.AST, test: ast.AST) -> None:
-        kind = _condition_kind(test)
-        if kind:
-            self._add(node, "condition", f"{type(node).__name__.lower()} {kind}")
-
-    def visit_If(self, node: ast.If) -> None:
-        self._test(node, node.test)
-        self.generic_visit(node)
-
-    def visit_While(self, node: ast.While) -> None:
-        self._test(node, node.test)
-        self.generic_visit(node)
-
-    def visit_Assert(self, node: ast.Assert) -> None:
-        self._test(node, node.test)
-        self.generic_visit(node)
+# `--kinds focus`: the kinds whose sites are often device reads. Left out: int()/float()/bool(), range() ends,
+# Python reductions and `.numpy()`, which a random sample shows to be host values (config, shapes, lists) in
+# nearly every site; a focused sample gives the rarer real syncs enough sites to estimate recall from.
+FOCUS_KINDS = frozenset(
+    {
+        *("tolist", "item", "cpu", "to-cpu", "mask-index", "nonzero", "condition", "bincount", "unique"),
+        *("tensor-of-elements", "repeat_interleave:repeats=name", "repeat_interleave:repeats=expr"),
+        *("py-number:slice-bound", "py-number:arange-end", "py-number:fill_value"),
+    }
+)
 
 
 def _excluded(relative: str) -> bool:
@@ -299,10 +64,6 @@ def python_files(root: str) -> Iterator[str]:
                     yield relative
 
 
-def scan_source(source: str, relative: str) -> List[Construct]:
-    scanner = _Scanner(relative)
-    scanner.visit(ast.parse(source, filename=relative))
-    return sorted(scanner.found, key=lambda c: (c.line, c.kind, c.detail))
 
 
 def scan_tree(root: str) -> Tuple[int, List[Construct]]:
@@ -323,13 +84,22 @@ def _site_hash(site: str) -> str:
     return hashlib.sha1(site.encode("utf-8")).hexdigest()
 
 
-def sample_sites(found: Sequence[Construct], count: int) -> List[Tuple[str, List[Construct]]]:
-    """The first `count` distinct `path:line` sites in sha1 order, each with all its constructs."""
+def sites_in_hash_order(found: Sequence[Construct]) -> List[Tuple[str, List[Construct]]]:
+    """Every distinct `path:line` site with all its constructs, in sha1 order of `path:line`."""
     by_site: Dict[str, List[Construct]] = {}
     for construct in found:
         by_site.setdefault(f"{construct.path}:{construct.line}", []).append(construct)
-    ordered = sorted(by_site, key=_site_hash)
-    return [(site, by_site[site]) for site in ordered[:count]]
+    return [(site, by_site[site]) for site in sorted(by_site, key=_site_hash)]
+
+
+def has_kind(constructs: Sequence[Construct], kinds: Optional[frozenset]) -> bool:
+    """Whether one of the constructs is of a kind in `kinds` (`kind` or `kind:detail`); None admits all."""
+    return kinds is None or any(c.kind in kinds or f"{c.kind}:{c.detail}" in kinds for c in constructs)
+
+
+def sample_sites(found: Sequence[Construct], count: int, kinds: Optional[frozenset] = None) -> List[Tuple[str, list]]:
+    """The first `count` sites in sha1 order (of those with a construct of `kinds`, when given)."""
+    return [entry for entry in sites_in_hash_order(found) if has_kind(entry[1], kinds)][:count]
 
 
 def _context(root: str, path: str, line: int, cache: Dict[str, List[str]]) -> List[str]:
@@ -351,10 +121,50 @@ def write_sample(handle, name: str, root: str, sites: Sequence[Tuple[str, List[C
         handle.write("\n".join(_context(root, first.path, first.line, cache)) + "\n```\n\n")
 
 
+def read_labels(path: str) -> Dict[Tuple[str, str], str]:
+    """`(engine, path:line) -> label` from a labels TSV (engine, path:line, label, note; `#` lines are comments)."""
+    labels: Dict[Tuple[str, str], str] = {}
+    with open(path, encoding="utf-8") as handle:
+        for row in handle:
+            fields = row.rstrip("\n").split("\t")
+            if not row.startswith("#") and len(fields) >= 3:
+                labels[(fields[0], fields[1])] = fields[2]
+    return labels
+
+
+def print_tally(name: str, found: Sequence[Construct], labels: Dict[Tuple[str, str], str]) -> None:
+    """Labels per stratum (all sites, focus kinds, the rest) over its labelled prefix in sha1 order, and per kind."""
+    ordered = sites_in_hash_order(found)
+    strata = {"all": ordered, "focus": [e for e in ordered if has_kind(e[1], FOCUS_KINDS)]}
+    strata["rest"] = [e for e in ordered if not has_kind(e[1], FOCUS_KINDS)]
+    for stratum, entries in strata.items():
+        prefix = next((i for i, (site, _) in enumerate(entries) if (name, site) not in labels), len(entries))
+        counts = Counter(labels[(name, site)] for site, _ in entries[:prefix])
+        print(f"  {stratum:6s} first {prefix} of {len(entries)} sites labelled: {_joined(counts)}")
+    per_kind: Dict[str, Counter] = {}
+    for site, constructs in ordered:
+        for kind in sorted({c.kind for c in constructs}) if (name, site) in labels else ():
+            per_kind.setdefault(kind, Counter())[labels[(name, site)]] += 1
+    for kind, counts in sorted(per_kind.items()):
+        print(f"    {kind:20s} {_joined(counts)}")
+    known = {site for site, _ in ordered}
+    for engine, site in sorted(labels):
+        if engine == name and site not in known:
+            print(f"  labelled but no longer listed: {site}", file=sys.stderr)
+
+
+def _joined(counts: Counter) -> str:
+    return ", ".join(f"{label} {n}" for label, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def _parse_tree(spec: str, default_count: int) -> Tuple[str, str, int]:
     name, _, rest = spec.partition("=")
     root, _, count = rest.rpartition(":") if rest.rsplit(":", 1)[-1].isdigit() else (rest, "", "")
     return name, root, int(count) if count else default_count
+
+
+def _kinds(text: str) -> frozenset:
+    return FOCUS_KINDS if text == "focus" else frozenset(part.strip() for part in text.split(",") if part.strip())
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -362,14 +172,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("trees", nargs="+", metavar="NAME=ROOT[:N]", help="a tree to scan, with its sample size")
     parser.add_argument("--sample", type=int, default=0, help="sites to sample per tree (sha1 order)")
     parser.add_argument("--sample-out", help="where to write the sample (markdown)")
-    parser.add_argument(
-        "--constructs-out", help="write every construct as TSV (engine, path:line, kind, detail, function)"
-    )
+    parser.add_argument("--kinds", type=_kinds, help="sample only sites of these kinds: KIND[:DETAIL],... or focus")
+    parser.add_argument("--labels", help="a labels TSV: print the labels per stratum and per kind for each tree")
+    parser.add_argument("--constructs-out", help="every construct as TSV: engine, path:line, kind, detail, function")
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    labels = read_labels(args.labels) if args.labels else None
     with contextlib.ExitStack() as stack:
         sample = stack.enter_context(open(args.sample_out, "w", encoding="utf-8")) if args.sample_out else None
         every = stack.enter_context(open(args.constructs_out, "w", encoding="utf-8")) if args.constructs_out else None
@@ -377,8 +188,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             name, root, count = _parse_tree(spec, args.sample)
             files, found = scan_tree(root)
             _print_counts(name, files, found)
+            if labels is not None:
+                print_tally(name, found, labels)
             if sample and count:
-                write_sample(sample, name, root, sample_sites(found, count))
+                write_sample(sample, name, root, sample_sites(found, count, args.kinds))
             for c in found if every else ():
                 every.write(f"{name}\t{c.path}:{c.line}\t{c.kind}\t{c.detail}\t{c.function}\n")
     return 0
@@ -392,6 +205,7 @@ def _print_counts(name: str, files: int, found: Sequence[Construct]) -> None:
         details = Counter(c.detail for c in found if c.kind == kind and c.detail)
         split = ", ".join(f"{d} {k}" for d, k in sorted(details.items(), key=lambda kv: (-kv[1], kv[0])))
         print(f"  {kind:20s} {n:6d}" + (f"  ({split})" if split else ""))
+
 
 if __name__ == "__main__":
     sys.exit(main())

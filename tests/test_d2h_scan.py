@@ -12,7 +12,7 @@ from conftest import ROOT, write
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from d2h_scan import sample_sites, scan_source  # noqa: E402
+from d2h_scan import FOCUS_KINDS, sample_sites, scan_source  # noqa: E402
 
 ENGINE = textwrap.dedent(
     """
@@ -155,10 +155,30 @@ def test_type_unions_in_class_bases_and_aliases_are_not_masks():
             pass
 
         Alias = dict[str, int | None]
+        queue = Queue[tuple[int, Out] | bytes]()
 
         def step(x, a, b):
             return x[a | b]
         """
     )
     found = [(c.line, c.kind) for c in scan_source(source, "engine.py")]
-    assert found == [(8, "mask-index")]
+    assert found == [(9, "mask-index")]
+
+
+def test_a_focused_sample_keeps_the_order_and_the_tally_counts_labelled_prefixes(tmp_path):
+    write(tmp_path / "tree", "engine.py", ENGINE)
+    constructs = scan_source(ENGINE, "engine.py")
+    ordered = [site for site, _ in sample_sites(constructs, 100)]
+    focused = [site for site, _ in sample_sites(constructs, 100, FOCUS_KINDS)]
+    assert focused == [site for site in ordered if site in set(focused)]  # same sha1 order, a subsequence
+    assert f"engine.py:{_line('h = int(n)')}" in ordered and f"engine.py:{_line('h = int(n)')}" not in focused
+    labels = tmp_path / "labels.tsv"
+    rows = [f"t\t{focused[0]}\tper-step\tnote", f"t\t{focused[2]}\tnot-sync\tskips focused[1]"]
+    rows.append("t\tgone.py:1\tnot-sync\tno longer in the tree")
+    labels.write_text("# comment\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "d2h_scan.py"), f"t={tmp_path / 'tree'}", "--labels", str(labels)],
+        capture_output=True, text=True, check=True,
+    )
+    assert f"focus  first 1 of {len(focused)} sites labelled: per-step 1" in result.stdout
+    assert "labelled but no longer listed: gone.py:1" in result.stderr
