@@ -65,7 +65,8 @@ def _is_mask_index(index: ast.AST) -> bool:
     if isinstance(index, ast.BinOp) and isinstance(index.op, (ast.BitAnd, ast.BitOr)):
         return not _is_type_union(index)
     name = _last_name(index)
-    return name is not None and MASK_WORD in name.lower()
+    # A capitalised name is a class (`dict[str, BlockMask]` in a cast), not a mask tensor.
+    return name is not None and MASK_WORD in name.lower() and not name[:1].isupper()
 
 
 def _is_type_union(node: ast.AST) -> bool:
