@@ -36,12 +36,20 @@ class RewritePlan:
     fixes: Sequence[Fix]
     helper_module: str
     names: Dict[str, HelperName] = field(default_factory=dict)  # helper function -> how the file calls it
+    helper_first_party: bool = False  # the helper is a module of the project (isort's first-party section)
 
     @classmethod
-    def for_source(cls, text: str, fixes: Sequence[Fix], helper_module: str) -> "RewritePlan":
+    def for_source(
+        cls, text: str, fixes: Sequence[Fix], helper_module: str, first_party: bool = False
+    ) -> "RewritePlan":
         helpers = {fix.target for fix in fixes if fix.target not in FILLS}
         tree = ast.parse(text) if helpers else None
-        return cls(fixes, helper_module, {h: helper_name(tree, helper_module, h) for h in helpers})  # type: ignore[arg-type]
+        names = {h: helper_name(tree, helper_module, h) for h in helpers}  # type: ignore[arg-type]
+        return cls(fixes, helper_module, names, first_party)
+
+    def with_import(self, module: cst.Module, aliases: Sequence[Tuple[str, str]]) -> cst.Module:
+        """`module` importing the helper functions `aliases` names."""
+        return with_helper_import(module, self.helper_module, aliases, self.helper_first_party)
 
 
 class HostToDeviceRewrites(cst.CSTTransformer):
@@ -79,7 +87,6 @@ class HostToDeviceRewrites(cst.CSTTransformer):
         start, end = (found.start.line, found.start.column + 1), (found.end.line, found.end.column + 1)
         return any(start <= first and last <= end for first, last in self._targets)
 
-
     def visit_Call(self, node: cst.Call) -> Optional[bool]:
         fix = self._by_absorbed.get(self._span(node))
         if fix is not None and isinstance(fix.device, Span):
@@ -106,7 +113,7 @@ class HostToDeviceRewrites(cst.CSTTransformer):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         aliases = self.needed_imports()
-        return with_helper_import(updated_node, self.plan.helper_module, aliases) if aliases else updated_node
+        return self.plan.with_import(updated_node, aliases) if aliases else updated_node
 
     def needed_imports(self) -> List[Tuple[str, str]]:
         names = self.plan.names
@@ -230,17 +237,18 @@ class Rewritten:
     transformer: HostToDeviceRewrites
 
 
-def rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str) -> Rewritten:
-    """Make `fixes` in `text`. Raises SourceError when libcst cannot parse it."""
-    try:
-        return on_deep_stack(_rewrite_source, text, fixes, helper_module)  # libcst recurses per nesting level
+def rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str, first_party: bool = False) -> Rewritten:
+    """Make `fixes` in `text` (`first_party`: `helper_module` is the project's own). Raises SourceError when
+    libcst cannot parse it."""
+    try:  # libcst recurses per nesting level
+        return on_deep_stack(_rewrite_source, text, fixes, helper_module, first_party)
     except RecursionError:
         raise SourceError("too deeply nested for libcst; not fixed") from None
 
 
-def _rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str) -> Rewritten:
+def _rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str, first_party: bool) -> Rewritten:
     module = parse_module(text)
-    transformer = _Transformer(RewritePlan.for_source(text, fixes, helper_module))
+    transformer = _Transformer(RewritePlan.for_source(text, fixes, helper_module, first_party))
     fixed = MetadataWrapper(module, unsafe_skip_copy=True).visit(transformer)
     return Rewritten(module, fixed.code, transformer.applied, transformer.rejected, transformer)
 
