@@ -42,6 +42,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from placement_scan import scan as placement_scan  # noqa: E402  (this folder is on sys.path as a script)
+
 from h2dlint.project.config import Overrides, config_for_path, settings_from
 from h2dlint.project.files import discover
 from h2dlint.project.run import check_paths
@@ -114,7 +116,10 @@ def _run_engine(name: str, root: str, exclude: Sequence[str]) -> EngineReport:
         with open(path, "rb") as handle:
             raw = handle.read()
         lines += raw.count(b"\n")
-        constructs.extend(_scan(raw, os.path.relpath(path, root)))
+        relative = os.path.relpath(path, root)
+        constructs.extend(_scan(raw, relative))
+        # The constructs whose host source is built away from the copy (issue 14), listed as loosely.
+        constructs.extend(Construct(c.path, c.line, c.kind, c.function) for c in placement_scan(raw, relative))
     return EngineReport(
         name, root, _version(root), len(candidates), excluded, lines, seconds, findings, constructs, errors
     )
@@ -183,6 +188,7 @@ def _print_estimates(report: EngineReport, labels: Dict[Tuple[str, str], Tuple[s
         if stratum == "flagged" and found:
             _print_precision(found)
     _print_recall("recall", counts["flagged"], counts["unflagged"])
+    _print_kinds(report, labels)
     excluded = _by_design_exclusions(report, unflagged_sites)
     kept = unflagged_sites - excluded
     found = _label_counts(report.name, kept, labels)
@@ -192,6 +198,28 @@ def _print_estimates(report: EngineReport, labels: Dict[Tuple[str, str], Tuple[s
         counts["flagged"],
         (len(kept), sum(found[k] for k in HOT_LABELS), sum(found.values())),
     )
+
+
+def _print_kinds(report: EngineReport, labels: Dict[Tuple[str, str], Tuple[str, str]]) -> None:
+    """Per construct shape (the loose scans' kind, with `copy:local:factory` counted as `copy:factory` ...):
+    labelled hot sites, how many are flagged, and the one-time sites among the flagged."""
+    shapes: Dict[str, Set[Tuple[str, int]]] = {}
+    for c in report.constructs:
+        shapes.setdefault(_shape(c.kind), set()).add((c.path, c.line))
+    print("  per shape (hot sites flagged / hot sites; flagged one-time sites):")
+    for shape, sites in sorted(shapes.items()):
+        found = [labels[(report.name, f"{p}:{l}")][0] for p, l in sites if (report.name, f"{p}:{l}") in labels]
+        flagged = [labels[(report.name, f"{p}:{l}")][0] for p, l in sites
+                   if (report.name, f"{p}:{l}") in labels and (p, l) in report.findings]
+        hot = sum(label in HOT_LABELS for label in found)
+        hot_flagged = sum(label in HOT_LABELS for label in flagged)
+        print(f"    {shape}: {hot_flagged}/{hot}; one-time {flagged.count('one-time')} of {len(flagged)} flagged")
+
+
+def _shape(kind: str) -> str:
+    """`copy:local:factory` -> `copy:factory`: where the host source comes from, not how it was reached."""
+    parts = kind.split(":")
+    return ":".join(part for part in parts if part != "local") if len(parts) > 1 else kind
 
 
 def _print_precision(found: Counter) -> None:

@@ -18,6 +18,19 @@ from h2dlint.project.findings import check_source
 # with every heuristic on). Switching the heuristic off must flip the verdict.
 CASES: Tuple[Tuple[str, str, bool], ...] = (
     ("hot-name-forward", HOT, True),
+    (
+        "placement-sibling-host-mirror",
+        """
+        import torch
+
+        def forward(batch, n):
+            total = int(batch.seq_lens_cpu.sum())
+            return batch.seq_lens.new_tensor([total])
+        """,
+        True,
+    ),
+    ("placement-name-device", "import torch\n\ndef forward(ids_gpu):\n    return ids_gpu.new_tensor([1])\n", True),
+    ("placement-name-host", "import torch\n\ndef forward(lens_cpu, dev):\n    return lens_cpu.to(dev)\n", True),
     ("hot-name-step", HOT.replace("forward", "step"), True),
     ("hot-marker", HOT.replace("def forward(ids, dev):", "def run(ids, dev):  # h2dlint: hot"), True),
     ("cold-marker", HOT.replace("def forward(ids, dev):", "def forward(ids, dev):  # h2dlint: cold"), False),
@@ -252,7 +265,10 @@ def test_switching_a_heuristic_off_flips_the_verdict_it_decides(heuristic, sourc
     assert count(source, disable_heuristics=(heuristic,)) == int(not reported)
 
 
-@pytest.mark.parametrize("heuristic, source, reported", [c for c in CASES if c[2]], ids=[c[0] for c in CASES if c[2]])
+HEAT_CASES = [c for c in CASES if c[2] and BY_ID[c[0]].effect is not Effect.PLACEMENT]
+
+
+@pytest.mark.parametrize("heuristic, source, reported", HEAT_CASES, ids=[c[0] for c in HEAT_CASES])
 def test_a_finding_names_the_heuristic_that_made_it_hot(heuristic, source, reported):
     (found,) = check_source(textwrap.dedent(source), Settings())
     # An entry point keeps the heat its name gives it: the name is what made it hot.
@@ -313,7 +329,9 @@ def test_evidence_rows_are_census_rows_whose_label_the_heuristic_explains():
             engine, _, site = row.partition(" ")
             assert (engine, site) in census, f"{h.id}: {row} is not a row of engine_labels.tsv"
             is_hot = census[(engine, site)] in hot_labels
-            assert is_hot == (h.effect is Effect.HOT), f"{h.id}: {row} is labelled {census[(engine, site)]}"
+            # A placement heuristic, switched off, leaves real copies unreported, as a hot one does.
+            expected = h.effect in (Effect.HOT, Effect.PLACEMENT)
+            assert is_hot == expected, f"{h.id}: {row} is labelled {census[(engine, site)]}"
 
 
 def test_json_and_sarif_carry_the_heuristic(tmp_path, run_cli):
@@ -330,6 +348,14 @@ def test_explain_names_the_heuristic(tmp_path, run_cli):
     code, out, _ = run_cli("explain", f"{path}:4", str(tmp_path))
     assert code == 0
     assert out.count("[heuristic: hot-name-forward]") == 2  # the function's verdict and the site's
+
+
+def test_explain_names_the_placement_convention_a_finding_rests_on(tmp_path, run_cli):
+    source = dict((case[0], case[1]) for case in CASES)["placement-sibling-host-mirror"]
+    path = write(tmp_path, "mirror.py", source)
+    code, out, _ = run_cli("explain", f"{path}:6", str(tmp_path))
+    assert code == 0 and "placement: `batch.seq_lens` is on the device: has a host mirror `seq_lens_cpu`" in out
+    assert "[heuristic: placement-sibling-host-mirror]" in out
 
 
 def test_explain_names_the_guard_that_makes_a_site_one_time(tmp_path, run_cli):

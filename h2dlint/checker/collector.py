@@ -202,6 +202,7 @@ class _Collector(Walk):
                 per_miss=self.context.per_miss,
                 fix=fix,
                 unfixable=unfixable,
+                placement=found.placement,
             )
         )
 

@@ -16,6 +16,9 @@ from h2dlint.facts.constructs import accelerator_attributes
 from h2dlint.facts.guards import cached_build_guard, is_once_flag_guard, lazy_build_return, once_flags, tested_value
 from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
+from h2dlint.facts.placement import default_device, device_context
+from h2dlint.facts.placement_conventions import conventions_from
+from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
@@ -40,8 +43,8 @@ class Walk:
         """`kinds`: the node kinds that the rules look at, for which the walk calls `_check`. `settings` says
         which heuristics are switched off: their regions are left unmarked."""
         self._lines = lines
-        self._enabled = settings.enabled
         self._enabled = settings.enabled  # heuristics switched off leave their regions unmarked
+        self._settings = settings
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
         self.context = Context(self._names)
@@ -55,7 +58,12 @@ class Walk:
 
     def _walk_module(self, module: ast.Module) -> None:
         self._once_flags = _once(lambda: once_flags(module))
-        self._names.push(module_bindings(module, self._walrus) if self._resolve_names else Bindings())
+        bindings = module_bindings(module, self._walrus) if self._resolve_names else Bindings()
+        self._names.push(bindings)
+        if self._resolve_names:
+            conventions = conventions_from(self._settings)
+            self.context.placements = ModulePlacements(module, bindings, conventions, self._walrus)
+            self.context.default_device = default_device(module, self._names)
         self._frames.append(Frame(FrameKind.MODULE, ""))
         self._visit_all(module.body)
 
@@ -219,12 +227,15 @@ class Walk:
 
     def _visit_with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
         self._visit_all(node.items)
+        devices = [d for d in (device_context(i.context_expr, self._names) for i in node.items) if d is not None]
+        self.context.device_contexts.extend(devices)
         if not any(is_graph_capture(item.context_expr, self._names) for item in node.items):
             self._visit_all(node.body)
-            return
-        self._captures.append(node.lineno)
-        self._visit_all(node.body)
-        self._captures.pop()
+        else:
+            self._captures.append(node.lineno)
+            self._visit_all(node.body)
+            self._captures.pop()
+        del self.context.device_contexts[len(self.context.device_contexts) - len(devices) :]
 
     # --- one-time cached builds: `if self._x is None:` / `if not hasattr(self, "_x"):` ---------------------------
 

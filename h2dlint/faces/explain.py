@@ -40,6 +40,7 @@ def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
         if site.span.row <= line <= site.span.end_row:
             verdict = _site_verdict(file, index, run.heat, module)
             lines.append(f"{path}:{site.span.row}:{site.span.column}: {site.code} {verdict}")
+            lines.extend(f"    {step}" for step in site.placement)
     if len(lines) == 1:
         lines.append(f"{path}:{line}: no H2D construct that a selected rule matches is on this line")
     return lines

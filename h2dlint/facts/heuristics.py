@@ -28,6 +28,7 @@ class Effect(str, enum.Enum):
     HOT = "hot"  # code runs per step or per request
     COLD = "cold"  # a whole function runs once (setup, loading, capture, tests)
     ONE_TIME = "one-time"  # a block or loop inside a function runs once, or not once per item
+    PLACEMENT = "placement"  # a tensor lives on the host or on a device (`facts.placement`)
 
 
 class Group(str, enum.Enum):
@@ -39,6 +40,7 @@ class Group(str, enum.Enum):
     NESTING = "nesting"  # a nested function and its parent
     GUARD = "guard"  # blocks that run once under a condition (cached builds, once flags, lazy returns)
     LOOP = "loop"  # what counts as a per-iteration loop
+    CONVENTION = "convention"  # what a tensor's name says of where it lives
 
 
 @dataclass(frozen=True)
@@ -345,7 +347,28 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     ),
 )
 
-HEURISTICS: Tuple[Heuristic, ...] = HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL
+# Naming conventions for where a tensor lives (`facts.placement_conventions`), matched against the last name of
+# an expression (`batch.seq_lens_cpu`: `seq_lens_cpu`). Engines keep host mirrors of device tensors under these
+# names (sglang `seq_lens_cpu`, vLLM `query_start_loc_cpu` and the `.cpu`/`.np`/`.gpu` halves of `CpuGpuBuffer`).
+PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
+    Heuristic(
+        "placement-name-host", Effect.PLACEMENT, Group.CONVENTION,
+        "engines name host tensors and host mirrors `*_cpu` (`seq_lens_cpu_int`), `*_host`, `*_np`, `cpu_*`, and a "
+        "buffer pair's host half `.cpu`/`.np`",
+        ("*_cpu", "*_cpu_*", "*_host", "*_np", "cpu_*", "host_*", "cpu", "np"),
+    ),
+    Heuristic(
+        "placement-name-device", Effect.PLACEMENT, Group.CONVENTION,
+        "engines name device tensors `*_gpu`, `*_cuda`, `gpu_*`, and a buffer pair's device half `.gpu`",
+        ("*_gpu", "*_cuda", "gpu_*", "cuda_*", "gpu"),
+    ),
+    Heuristic(
+        "placement-sibling-host-mirror", Effect.PLACEMENT, Group.CONVENTION,
+        "a tensor whose `<name>_cpu` (or `_host`) sibling exists is the device copy that the mirror shadows",
+    ),
+)
+
+HEURISTICS: Tuple[Heuristic, ...] = HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL + PLACEMENT_CONVENTIONS
 BY_ID: Dict[str, Heuristic] = {h.id: h for h in HEURISTICS}
 ALL_IDS: Tuple[str, ...] = tuple(BY_ID)
 

@@ -44,6 +44,9 @@ class Bindings:
     declared: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: names bound only as the plain target of one `for name in iterable:` -> the iterable.
     loop_iterables: Dict[str, ast.expr] = field(default_factory=dict)
+    # For function scopes: where each augmented assignment of a plain name takes effect -> its target, so that
+    # `x += 1` is known to keep `x` where it was.
+    augmented: Dict[Position, ast.Name] = field(default_factory=dict)
     # For class scopes: the instance attributes that every `self.x = ...` in the class's methods puts on an
     # accelerator, worked out on first use (the collector, which knows the constructs, sets this).
     accelerator_attributes: Optional[Callable[[], FrozenSet[str]]] = None
@@ -89,6 +92,7 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
         for name, annotations in collector.annotations.items()
         if len(annotations) == 1 and name not in collector.declared_global
     }
+    collector.bindings.augmented = collector.augmented
     collector.bindings.loop_iterables = {
         name: iterable
         for name, iterable in collector.loop_iterables.items()
@@ -115,6 +119,14 @@ class NameResolver:
 
     def __init__(self) -> None:
         self._scopes: List[Bindings] = []
+
+    @classmethod
+    def of(cls, *scopes: Bindings) -> "NameResolver":
+        """A resolver in `scopes`, outermost first."""
+        resolver = cls()
+        for bindings in scopes:
+            resolver.push(bindings)
+        return resolver
 
     def push(self, bindings: Bindings) -> None:
         self._scopes.append(bindings)
@@ -156,6 +168,16 @@ class NameResolver:
         single = self.local_value(use.id)
         if single is not None or not self._scopes:
             return single
+        reaching = self._reaching_binding(use)
+        return reaching[1] if reaching is not None else None
+
+    def augmented_target(self, use: ast.Name) -> Optional[ast.Name]:
+        """The target of `x += ...` when that is the binding `use` reads (as `value_at` finds it), else None."""
+        reaching = self._reaching_binding(use) if self._scopes else None
+        return self._scopes[-1].augmented.get(reaching[0]) if reaching is not None else None
+
+    def _reaching_binding(self, use: ast.Name) -> Optional[Binding]:
+        """The binding just before `use`, of a name bound several times, when it certainly reaches `use`."""
         timeline = self._scopes[-1].rebound.get(use.id)
         if not timeline:
             return None
@@ -163,8 +185,8 @@ class NameResolver:
         earlier = [binding for binding in timeline if binding[0] <= here]
         if not earlier:
             return None
-        _, value, (first, last) = earlier[-1]
-        return value if first <= here <= last else None
+        _, _, (first, last) = earlier[-1]
+        return earlier[-1] if first <= here <= last else None
 
     def qualify(self, expr: ast.expr) -> Optional[str]:
         """`torch.tensor` for `th.tensor`, `tensor` (from torch import tensor), ...; None when not torch."""
@@ -198,6 +220,7 @@ class _BindingCollector:
         self.timeline: Dict[str, List[Binding]] = {}
         self.annotations: Dict[str, List[ast.expr]] = {}
         self.loop_iterables: Dict[str, ast.expr] = {}
+        self.augmented: Dict[Position, ast.Name] = {}
         self._block: Span = _WHOLE  # the statement list being visited
         self._module_level = module_level
         self._except_depth = 0
@@ -253,18 +276,30 @@ class _BindingCollector:
 
     def _assign(self, node: ast.Assign) -> bool:
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            self.bind(node.targets[0].id, _end(node), node.value)
-            self.values[node.targets[0].id] = node.value
+            self._bind_value(node.targets[0].id, _end(node), node.value)
+            return True
+        if _is_unpacking(node):  # `a, b = x, y`: each name its own value
+            for target, value in zip(node.targets[0].elts, node.value.elts):  # type: ignore[attr-defined]
+                if isinstance(target, ast.Name):
+                    self._bind_value(target.id, _end(node), value)
+                else:
+                    self._bind_targets(target, _end(node))
             return True
         for target in node.targets:
             self._bind_targets(target, _end(node))
         return True
+
+    def _bind_value(self, name: str, where: Position, value: ast.expr) -> None:
+        self.bind(name, where, value)
+        self.values[name] = value
 
     def _assign_target(self, node: "ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For") -> bool:
         # A loop binds its target before each run of its body; the others once their value is computed.
         is_loop = isinstance(node, (ast.For, ast.AsyncFor))
         where = _end(node.target) if is_loop else _end(node)
         self._bind_targets(node.target, where)
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            self.augmented[where] = node.target
         if isinstance(node.target, ast.Name):
             if is_loop:
                 self.loop_iterables[node.target.id] = node.iter  # type: ignore[union-attr]
@@ -324,6 +359,18 @@ _BLOCK_FIELDS = {
     for kind in (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.ExceptHandler)
     + tuple(getattr(ast, name) for name in ("TryStar", "match_case") if hasattr(ast, name))
 }
+
+
+def _is_unpacking(node: ast.Assign) -> bool:
+    """`a, b = x, y` with as many plain names or other targets as values, and no starred item."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], (ast.Tuple, ast.List)):
+        return False
+    targets, value = node.targets[0].elts, node.value
+    return (
+        isinstance(value, (ast.Tuple, ast.List))
+        and len(value.elts) == len(targets)
+        and not any(isinstance(item, ast.Starred) for item in (*targets, *value.elts))
+    )
 
 
 def _non_block_children(node: ast.AST, blocks: Tuple[str, ...]) -> Iterable[ast.AST]:

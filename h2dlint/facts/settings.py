@@ -62,6 +62,9 @@ class Settings:
     # Globs over a receiver as written (`self.input_ids`, `*_gpu`, `*`) naming tensors known to live on an
     # accelerator; HTD105 reports `x.new_tensor(data)` on them, HTD107 `x.copy_(host_tensor)` into them.
     accelerator_tensors: Tuple[str, ...] = ()
+    # Globs over a tensor as written, or its last name, naming tensors known to live on the host, in addition to
+    # the `placement-name-host` conventions (`*_cpu`, ...).
+    host_tensors: Tuple[str, ...] = ()
     # Report only findings whose code runs at least this often (`facts.heat.LEVELS`): "per-step" drops the
     # per-request ones.
     min_level: str = "per-request"

@@ -152,6 +152,7 @@ class Site:
     per_miss: bool = False  # under the guard of a memo keyed on a runtime value: runs on each cache miss
     fix: Optional[Fix] = None
     unfixable: Optional[str] = None  # why the rule's fix does not apply here
+    placement: Tuple[str, ...] = ()  # where the tensors it reads live, and why (`facts.placement.explanation`)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from typing import Optional
 from h2dlint.facts.constructs import accelerator_device, has_empty_literal_data
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
+from h2dlint.rules.context_device import built_in_device_context
 from h2dlint.rules.docs import HELPER_FIX_SAFETY, KNOWN_DRAIN_LIMITS, KNOWN_HEAT_LIMITS
 from h2dlint.rules.rewrites import constructor_rewrite
 
@@ -21,6 +22,10 @@ class AsTensorWithDevice(Rule):
     what_it_does = """
         Checks for `torch.as_tensor(data, device=...)` with an accelerator device in code that runs per step
         or per request.
+
+        It also checks `torch.as_tensor(data)` without `device=` inside a `with torch.device(<accelerator>):` block
+        (or `with x.device:`), or in a module that calls `torch.set_default_device(<accelerator>)` at the top
+        level: there the device comes from the context, and the copy is the same. Those are report-only.
         """
     why_bad = """
         When `data` is host data (a list, a NumPy array, a CPU tensor), `torch.as_tensor` copies it to the
@@ -109,6 +114,17 @@ class AsTensorWithDevice(Rule):
             def forward(x, torch):
                 return torch.as_tensor(x, device='cuda')
             """),
+        # A device context that names the CPU, and factories that fill on the device (no host data).
+        Valid("""
+            import torch
+
+            def forward(ids, dev):
+                with torch.device("cpu"):
+                    host = torch.as_tensor(ids)
+                with torch.device(dev):
+                    zeros = torch.zeros(len(ids))
+                return host, zeros
+            """),
     )
     INVALID = (
         Invalid(
@@ -165,12 +181,35 @@ class AsTensorWithDevice(Rule):
             """,
             reason="`sample` runs per step",
         ),
+        Invalid(
+            """
+            import torch
+
+            def forward(ids, dev):
+                with torch.device(dev):
+                    return torch.as_tensor(ids)  # HTD102
+            """,
+            reason="inside `with torch.device(dev):` at line 4",
+        ),
+        Invalid(
+            """
+            import torch
+
+            torch.set_default_device("cuda")
+
+            def forward(ids):
+                return torch.as_tensor(ids)  # HTD102
+            """,
+            reason="after `torch.set_default_device(...)` at line 3",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         names = context.names
-        if names.qualify(call.func) != "torch.as_tensor" or accelerator_device(call, names) is None:
+        if names.qualify(call.func) != "torch.as_tensor":
             return None
+        if accelerator_device(call, names) is None:
+            return built_in_device_context(call, "torch.as_tensor", context)
         if has_empty_literal_data(call):
             return None
         rewrite, unfixable = constructor_rewrite(call, "h2d_as_tensor")

@@ -30,6 +30,7 @@ class Match:
     remedy: str
     rewrite: Optional[Rewrite] = None  # how to fix it, when the rule knows a behaviour-preserving fix
     unfixable: Optional[str] = None  # why a rule that has a fix cannot apply it here
+    placement: Tuple[str, ...] = ()  # the placement evidence the finding rests on, for `explain`
 
 
 class Rule:

@@ -6,17 +6,28 @@ import ast
 from typing import Optional
 
 from h2dlint.facts.constructs import device_copy, host_built_tensor, is_pinned
+from h2dlint.facts.placement import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
-from h2dlint.rules.docs import COPY_FIX_SAFETY, KNOWN_DRAIN_LIMITS, KNOWN_HEAT_LIMITS
-from h2dlint.rules.rewrites import copy_rewrite
+from h2dlint.rules.context_device import copies_to_a_host_tensors_device
+from h2dlint.rules.docs import (
+    COPY_FIX_SAFETY,
+    FIX_BUILT_ELSEWHERE,
+    KNOWN_DRAIN_LIMITS,
+    KNOWN_HEAT_LIMITS,
+    KNOWN_PLACEMENT_LIMITS,
+    PLACEMENT_SOURCES,
+)
+from h2dlint.rules.rewrites import BUILT_ELSEWHERE, copy_rewrite
+
+PINNED_REMEDY = "Pass `non_blocking=True`: the source is already pinned"
 
 
 class BlockingHostCopy(Rule):
     code = "HTD103"
     name = "blocking-copy-of-host-tensor"
-    summary = "`torch.tensor(x).to(device)` in hot code: a blocking copy and a stream sync on every call."
-    triggers = (("tensor", "from_numpy", "asarray"), (".to", ".cuda"))
+    summary = "A blocking `.to(device)` or `.cuda()` of a host tensor in hot code: a copy and a stream sync every call."
+    triggers = ((".to", ".cuda"),)
 
     what_it_does = """
         Checks for a blocking `.to(<device>)` or `.cuda()` (no `non_blocking=True`) applied to a tensor just
@@ -25,7 +36,11 @@ class BlockingHostCopy(Rule):
         `.to(device=..., dtype=...)`, host-preserving methods in between (`torch.tensor(x).long().cuda()`) and
         a local variable holding such a tensor: assigned once, or rebound (`x = torch.tensor(d)` then
         `x = x.to(dev)`), where the assignment just before the copy is the one that counts.
-        """
+
+        It also checks blocking copies of any tensor known to be on the host, wherever it was built:
+        `torch.zeros(n)` or `torch.arange(n)` without a device, the result of `.cpu()`, `self.lens_cpu` built
+        in `__init__`, the return value of a function that builds one, `batch.seq_lens_cpu`.
+        """ + PLACEMENT_SOURCES
     why_bad = """
         A blocking host-to-device copy is a `cudaMemcpyAsync` followed by `cudaStreamSynchronize`: the host
         waits for all work already queued on the stream, such as the previous forward pass, on every call.
@@ -59,13 +74,11 @@ class BlockingHostCopy(Rule):
         `non_blocking=True`" and no fix: that would remove the stream drain the blocking copy makes, which the code
         may depend on.
         """,
+        FIX_BUILT_ELSEWHERE,
     )
     known_problems = (
         KNOWN_HEAT_LIMITS,
-        """
-        Only a tensor built in the same function is recognised as host-built: one passed in as a parameter or kept in
-        an attribute is not, so those copies are missed.
-        """,
+        KNOWN_PLACEMENT_LIMITS,
         KNOWN_DRAIN_LIMITS,
     )
     options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
@@ -111,14 +124,6 @@ class BlockingHostCopy(Rule):
         Valid("""
             import torch
 
-            def step(x, dev):
-                t = torch.tensor(x)
-                t = t + 1
-                return t.to(dev)
-            """),
-        Valid("""
-            import torch
-
             def setup(x):
                 return torch.tensor(x).cuda()
             """),
@@ -155,6 +160,43 @@ class BlockingHostCopy(Rule):
                     t = torch.tensor(t)
                 t = t.to(dev)
                 return t
+            """),
+        # Placement: device-to-device, unknown, CPU-to-CPU, a device context, conflicting evidence.
+        Valid("""
+            import torch
+
+            class Runner:
+                def __init__(self, n, dev):
+                    self.lens = torch.zeros(n, device=dev)
+
+                def forward(self, dev, ids):
+                    self.lens.to(dev)
+                    ids.cuda()
+            """),
+        Valid("""
+            import torch
+
+            def step(n, dev):
+                lens = torch.zeros(n)
+                with torch.device(dev):
+                    ones = torch.ones(n)
+                return lens.to("cpu"), ones.cuda()
+            """),
+        Valid("""
+            import torch
+
+            def step(t, n):
+                lens_cpu = t.cuda()  # the name says host, the value says device: unknown
+                host = torch.arange(n)
+                return lens_cpu.to("cuda"), host.to(host.device)
+            """),
+        # `.to(t)` and `.to(t.device)` with `t` on the host stay on the host.
+        Valid("""
+            import torch
+
+            def forward(lens_cpu):
+                host = torch.arange(4)
+                return host.to(lens_cpu), host.to(lens_cpu.device)
             """),
     )
     INVALID = (
@@ -227,23 +269,89 @@ class BlockingHostCopy(Rule):
             """,
             reason="`forward` runs per step",
         ),
+        Invalid(
+            """
+            import torch
+
+            def step(x, dev):
+                t = torch.tensor(x)
+                t = t + 1
+                return t.to(dev)  # HTD103
+            """,
+            reason="(`t` is built on the host by `torch.tensor(...)` at line 4)",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(n, dev):
+                positions = torch.arange(n, dtype=torch.int64)
+                return positions.to(dev)  # HTD103
+            """,
+            reason="(`positions` is built on the host by `torch.arange(...)` at line 4)",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(logits, dev):
+                ids = logits.argmax(-1).cpu()
+                return ids.cuda()  # HTD103
+            """,
+            reason="copied to the host by `.cpu()` at line 4",
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, n):
+                    self.seq_lens_host = torch.zeros(n, dtype=torch.int32)
+
+                def forward(self, n, dev):
+                    return self.seq_lens_host[:n].to(dev)  # HTD103
+            """,
+            reason="(`self.seq_lens_host[:n]` is built on the host by `torch.zeros(...)` at line 5)",
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def host_positions(self, n):
+                    return torch.cat([torch.arange(n), torch.arange(n)])
+
+                def forward(self, n, dev):
+                    return self.host_positions(n).to(dev)  # HTD103
+            """,
+            reason="(`self.host_positions(n)` is built on the host by `torch.arange(...)` at line 5)",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(batch, dev):
+                return batch.seq_lens_cpu.to(dev)  # HTD103
+            """,
+            reason="is named like a host tensor (`*_cpu`)",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         names = context.names
         copy = device_copy(call, names)
-        if copy is None or copy.non_blocking:
+        if copy is None or copy.non_blocking or copies_to_a_host_tensors_device(call, context):
             return None
-        source = host_built_tensor(copy.receiver, names, pinned_too=True)
+        source = None if context.device_context else host_built_tensor(copy.receiver, names, pinned_too=True)
         if source is None:
-            return None
+            return self._copy_of_placed_tensor(call, copy.method, copy.receiver, context)
         built = f"`{names.qualify(source.func)}(...)`"
         if is_pinned(source):
             return Match(
                 node=call,
                 problem=f"blocking `.{copy.method}(...)` of a pinned tensor just built by {built} makes a stream sync"
                 " on every call",
-                remedy="Pass `non_blocking=True`: the source is already pinned",
+                remedy=PINNED_REMEDY,
             )
         rewrite, unfixable = copy_rewrite(call, names)
         return Match(
@@ -254,4 +362,30 @@ class BlockingHostCopy(Rule):
             " `non_blocking=True`",
             rewrite=rewrite,
             unfixable=unfixable,
+        )
+
+    def _copy_of_placed_tensor(
+        self, call: ast.Call, method: str, receiver: ast.expr, context: Context
+    ) -> Optional[Match]:
+        """A blocking copy of a tensor that the placement analysis knows is on the host, built elsewhere."""
+        placed = context.placement(receiver)
+        if not placed.place.on_host:
+            return None
+        evidence = clause(receiver, placed)
+        if placed.place is Place.PINNED:
+            return Match(
+                node=call,
+                problem=f"blocking `.{method}(...)` of a pinned host tensor makes a stream sync on every call"
+                f" ({evidence})",
+                remedy=PINNED_REMEDY,
+                placement=explanation(receiver, placed),
+            )
+        return Match(
+            node=call,
+            problem=f"blocking `.{method}(...)` of a host tensor makes a host-to-device copy and a stream sync on"
+            f" every call ({evidence})",
+            remedy="Build it in pinned memory where it is made (`pin_memory=True`, or a pinned buffer) and copy"
+            " it with `non_blocking=True`",
+            unfixable=BUILT_ELSEWHERE,
+            placement=explanation(receiver, placed),
         )

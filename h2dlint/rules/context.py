@@ -15,6 +15,8 @@ from enum import Enum
 from typing import Dict, List, Optional, Union
 
 from h2dlint.facts.constructs import stream_work_in
+from h2dlint.facts.placement import UNKNOWN, Placement, placement_of
+from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import MODULE, LoopRegion
 
@@ -59,6 +61,29 @@ class Context:
         self.captures: List[int] = []  # lines of the enclosing `with torch.cuda.graph(...)` blocks
         self.one_time_guards: List[str] = []  # the ids of the one-time guards around the node, innermost last
         self.per_miss_guards = 0  # how many guards of memos keyed on runtime values (`facts.memo`) enclose it
+        # Where tensors default to a device: "inside `with torch.device(...)` at line 9", innermost last.
+        self.device_contexts: List[str] = []
+        self.default_device: Optional[str] = None  # "after `torch.set_default_device(...)` at line 3"
+        self.placements: Optional[ModulePlacements] = None  # the module's placement knowledge (`facts.placement`)
+
+    def placement(self, expr: ast.expr) -> Placement:
+        """Where the tensor `expr` lives, here, with its evidence (`facts.placement`)."""
+        if self.placements is None:
+            return UNKNOWN
+        scope = self.placements.scope(self.names, self._method_class(), self.function)
+        return placement_of(expr, scope)
+
+    @property
+    def device_context(self) -> Optional[str]:
+        """Why factories here default to a device (a `with torch.device(...)` block, a default device), or None."""
+        return self.device_contexts[-1] if self.device_contexts else self.default_device
+
+    def _method_class(self) -> Optional[str]:
+        """The class whose `self` the node sees: that of the innermost method around it."""
+        for frame in reversed(self.frames):
+            if frame.method_of is not None:
+                return frame.method_of
+        return None
 
     @property
     def function(self) -> Optional[FunctionNode]:

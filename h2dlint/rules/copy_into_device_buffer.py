@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import ast
-import fnmatch
-from typing import Optional
+from typing import Optional, Tuple
 
 from h2dlint.facts.arguments import is_constant, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import host_built_tensor, on_accelerator
-from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.placement import Place, Placement, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
-from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS, KNOWN_PLACEMENT_LIMITS, PLACEMENT_SOURCES
 
 
 class CopyIntoDeviceBuffer(Rule):
     code = "HTD107"
     name = "copy-into-device-buffer-from-pageable"
-    summary = "`buf.copy_(torch.tensor(x))` into a device buffer in hot code: a blocking copy and a stream sync."
-    triggers = (("tensor", "from_numpy", "asarray"), ("copy_",))
+    summary = "`buf.copy_(host_tensor)` into a device buffer in hot code: a blocking copy and a stream sync."
+    triggers = (("copy_",),)
 
     what_it_does = """
         Checks for `buf.copy_(src)` in code that runs per step or per request, where `src` is a tensor just
@@ -36,10 +35,16 @@ class CopyIntoDeviceBuffer(Rule):
           `self.x` is a list or dict (`self.x = []`) filled only with such tensors or views of them
           (`self.x.append(self.buf[:n])`);
         - `buf` or the tensor it slices, as written (`self.input_ids`), matches a pattern in the
-          `accelerator-tensors` setting of `[tool.h2dlint]`.
+          `accelerator-tensors` setting of `[tool.h2dlint]`;
+        - the placement analysis knows `buf` is on the device, as below.
+
+        The source may also be any tensor the placement analysis knows is on the host (`self.lens_cpu` built
+        in `__init__`, the result of `.cpu()`): a blocking copy from it is reported, and a
+        `non_blocking=True` one when it is known to be in pageable memory. A copy into a host buffer
+        (`self.lens_cpu[:n].copy_(...)`) is host-to-host and never reported.
 
         Report only: there is no automatic fix.
-        """
+        """ + PLACEMENT_SOURCES
     why_bad = """
         Copying into a preallocated device buffer is the right way to feed a CUDA graph or a persistent
         kernel, but from a pageable source it does not avoid the stall it is meant to avoid. Without
@@ -74,11 +79,7 @@ class CopyIntoDeviceBuffer(Rule):
         """
     known_problems = (
         KNOWN_HEAT_LIMITS,
-        """
-        Only buffers whose placement is visible (a local or attribute built with an accelerator `device=`, or matching
-        `accelerator-tensors`) are checked, so copies into buffers passed in from elsewhere are missed. Only sources
-        built in the same function are recognised as pageable.
-        """,
+        KNOWN_PLACEMENT_LIMITS,
     )
     options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
     references = ("cuda-sync", "pin-memory", "sync-debug-mode", "hotness")
@@ -129,19 +130,6 @@ class CopyIntoDeviceBuffer(Rule):
             import torch
 
             class Runner:
-                def __init__(self, dev):
-                    self.buf = torch.zeros(4, device=dev)
-
-                def reset(self):
-                    self.buf = None
-
-                def forward(self, x):
-                    self.buf.copy_(torch.tensor(x))
-            """),
-        Valid("""
-            import torch
-
-            class Runner:
                 def __init__(self):
                     self.buf = torch.zeros(4, pin_memory=True)
 
@@ -171,6 +159,21 @@ class CopyIntoDeviceBuffer(Rule):
 
                 def forward(self, x):
                     self.buf.copy_(torch.tensor(x))
+            """),
+        # A host destination, a pinned source copied without blocking, a host name that does not say which memory.
+        Valid("""
+            import torch
+
+            class Runner:
+                def __init__(self, n, dev):
+                    self.lens_cpu = torch.zeros(n, dtype=torch.int32)
+                    self.staging = torch.zeros(n, dtype=torch.int32, pin_memory=True)
+                    self.lens = torch.zeros(n, dtype=torch.int32, device=dev)
+
+                def forward(self, batch, n):
+                    self.lens_cpu[:n].copy_(batch.seq_lens_cpu)
+                    self.lens[:n].copy_(self.staging[:n], non_blocking=True)
+                    self.lens[:n].copy_(batch.seq_lens_cpu, non_blocking=True)
             """),
     )
     INVALID = (
@@ -253,6 +256,45 @@ class CopyIntoDeviceBuffer(Rule):
             """,
             reason="in a loop at line 5",
         ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, dev):
+                    self.buf = torch.zeros(4, device=dev)
+
+                def reset(self):
+                    self.buf = None
+
+                def forward(self, x):
+                    self.buf.copy_(torch.tensor(x))  # HTD107
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, n, dev):
+                    self.lens_cpu = torch.zeros(n, dtype=torch.int32)
+                    self.lens = torch.zeros(n, dtype=torch.int32, device=dev)
+
+                def forward(self, n):
+                    self.lens[:n].copy_(self.lens_cpu[:n])  # HTD107
+            """,
+            reason="(`self.lens_cpu[:n]` is built on the host by `torch.zeros(...)` at line 5; `self.lens[:n]` is"
+            " built on the device",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(out_gpu, logits):
+                out_gpu.copy_(logits.argmax(-1).cpu())  # HTD107
+            """,
+            reason="copied to the host by `.cpu()`",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
@@ -261,35 +303,50 @@ class CopyIntoDeviceBuffer(Rule):
             return None
         positional = positional_args(call)
         source = positional[0] if positional else keyword_value(call, "src")
-        if source is None or host_built_tensor(source, names) is None:
+        if source is None:
             return None
-        if not self._on_accelerator(call.func.value, names):
+        non_blocking = _non_blocking(call, positional)
+        fresh = not context.device_context and host_built_tensor(source, names) is not None
+        placed = None if fresh else context.placement(source)
+        if placed is not None and not _stalls(placed.place, non_blocking):
             return None
-        if _non_blocking(call, positional):
-            problem = (
-                "`.copy_(..., non_blocking=True)` from a tensor just built in pageable memory into a device"
-                " buffer is not asynchronous and may sync the stream"
-            )
+        destination = self._destination(call.func.value, context)
+        if destination is None:
+            return None
+        evidence = [clause(e, p) for e, p in ((source, placed), destination) if p is not None and p.evidence]
+        what = "a tensor just built in pageable memory" if fresh else "a host tensor"
+        if non_blocking:
+            what = what if fresh else "a tensor in pageable memory"
+            problem = f"`.copy_(..., non_blocking=True)` from {what} into a device buffer is not asynchronous and" \
+                " may sync the stream"
         else:
-            problem = (
-                "`.copy_(...)` from a tensor just built in pageable memory into a device buffer makes a blocking"
-                " host-to-device copy and a stream sync on every call"
-            )
+            problem = f"`.copy_(...)` from {what} into a device buffer makes a blocking host-to-device copy and a" \
+                " stream sync on every call"
         return Match(
             node=call,
-            problem=problem,
+            problem=problem + (f" ({'; '.join(evidence)})" if evidence else ""),
             remedy="Build the source with `pin_memory=True` and copy it with `.copy_(..., non_blocking=True)`",
+            placement=tuple(
+                line for e, p in ((source, placed), destination) if p is not None for line in explanation(e, p)
+            ),
         )
 
-    def _on_accelerator(self, destination: ast.expr, names: NameResolver) -> bool:
-        """Whether `destination`, or the tensor it slices (`buf[:n]`), is known to be on an accelerator."""
+    def _destination(self, destination: ast.expr, context: Context) -> Optional[Tuple[ast.expr, Optional[Placement]]]:
+        """(`destination`, its placement evidence, None when the older recogniser knew it) when it is known to be
+        on an accelerator, else None."""
+        placed = context.placement(destination)
+        if placed.place is Place.DEVICE:
+            return destination, placed
         candidates = [destination]
         while isinstance(candidates[-1], ast.Subscript):
             candidates.append(candidates[-1].value)
-        if any(on_accelerator(c, names) for c in candidates):
-            return True
-        patterns = self.settings.accelerator_tensors
-        return any(fnmatch.fnmatchcase(ast.unparse(c), p) for c in candidates for p in patterns)
+        return (destination, None) if any(on_accelerator(c, context.names) for c in candidates) else None
+
+
+def _stalls(place: Place, non_blocking: bool) -> bool:
+    """Whether a copy from a source in `place` makes the host wait: blocking from the host, or non-blocking
+    from pageable memory."""
+    return place is Place.PAGEABLE or (not non_blocking and place.on_host)
 
 
 def _non_blocking(call: ast.Call, positional: list) -> bool:

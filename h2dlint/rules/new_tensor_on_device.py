@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import ast
-import fnmatch
 from typing import Optional
 
 from h2dlint.facts.arguments import keyword_value
 from h2dlint.facts.constructs import is_host_device, on_accelerator
-from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.placement import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
-from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS, KNOWN_PLACEMENT_LIMITS, PLACEMENT_SOURCES
+
+
+PROBLEM = (
+    "`.new_tensor(...)` on an accelerator builds the data on the host and makes a blocking host-to-device copy and"
+    " a stream sync on every call"
+)
+REMEDY = "Build the data with `torch.tensor(..., pin_memory=True)` and copy it with `.to(x.device, non_blocking=True)`"
 
 
 class NewTensorOnDevice(Rule):
@@ -30,9 +36,12 @@ class NewTensorOnDevice(Rule):
           `.cuda()` / `.to(<device>)`;
         - `x` is `self.y` in a method, and every assignment of `self.y` in the class's methods is such a
           construct (`self.y = torch.zeros(n, device=device)` in `__init__`);
-        - `x`, as written (`input_ids`, `self.seq_lens`), matches a pattern in the `accelerator-tensors`
-          setting of `[tool.h2dlint]` (fnmatch globs; `["*"]` treats every receiver as on the device).
-        """
+        - `x`, as written (`input_ids`, `self.seq_lens`) or by its last name, matches a pattern in the
+          `accelerator-tensors` setting of `[tool.h2dlint]` (fnmatch globs; `["*"]` treats every receiver as on
+          the device);
+        - the placement analysis knows `x` is on the device, as below: `ids_gpu`, `batch.seq_lens` when
+          `batch.seq_lens_cpu` is in sight, the return value of a function that moves it there.
+        """ + PLACEMENT_SOURCES
     why_bad = """
         `x.new_tensor(data)` with `x` on CUDA builds `data` in pageable host memory and copies it with a
         blocking copy followed by `cudaStreamSynchronize`, exactly as `torch.tensor(data, device=x.device)`
@@ -59,10 +68,9 @@ class NewTensorOnDevice(Rule):
         """
     known_problems = (
         KNOWN_HEAT_LIMITS,
+        KNOWN_PLACEMENT_LIMITS,
         """
-        Most receivers are of unknown placement (parameters, dataclass fields, helper return values), so the rule
-        misses most `new_tensor` calls unless `accelerator-tensors` names them; `["*"]` reports every receiver,
-        including tensors that are on the CPU.
+        `accelerator-tensors = ["*"]` reports every receiver, including tensors that are on the CPU.
         """,
     )
     options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
@@ -114,6 +122,14 @@ class NewTensorOnDevice(Rule):
                 def forward(self, data):
                     return self.x.new_tensor(data)
             """),
+        # Receivers on the host, or not known.
+        Valid("""
+            import torch
+
+            def forward(seq_lens_cpu, hidden, n):
+                host = torch.zeros(n)
+                return seq_lens_cpu.new_tensor([1]), host.new_tensor([2]), hidden.new_tensor([3])
+            """),
     )
     INVALID = (
         Invalid(
@@ -160,6 +176,38 @@ class NewTensorOnDevice(Rule):
             """,
             reason="in a loop at line 4",
         ),
+        Invalid(
+            """
+            import torch
+
+            def forward(ids_gpu, n):
+                return ids_gpu.new_tensor(list(range(n)))  # HTD105
+            """,
+            reason="(`ids_gpu` is named like a device tensor (`*_gpu`))",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(batch, n):
+                total = int(batch.seq_lens_cpu.sum())
+                return batch.seq_lens.new_tensor([total])  # HTD105
+            """,
+            reason="has a host mirror `seq_lens_cpu`",
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Sampler:
+                def __init__(self, dev):
+                    self.penalties = torch.zeros(8).cuda()
+
+                def forward(self, ids):
+                    return self.penalties.new_tensor(ids)  # HTD105
+            """,
+            reason="moved to the device by `.cuda(...)` at line 5",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
@@ -170,18 +218,14 @@ class NewTensorOnDevice(Rule):
         if device is not None:
             if is_host_device(device, names):
                 return None
-        elif not self._receiver_on_accelerator(call.func.value, names):
-            return None
+            return Match(node=call, problem=PROBLEM, remedy=REMEDY)
+        receiver = call.func.value
+        placed = context.placement(receiver)
+        if placed.place is not Place.DEVICE:
+            return Match(node=call, problem=PROBLEM, remedy=REMEDY) if on_accelerator(receiver, names) else None
         return Match(
             node=call,
-            problem="`.new_tensor(...)` on an accelerator builds the data on the host and makes a blocking"
-            " host-to-device copy and a stream sync on every call",
-            remedy="Build the data with `torch.tensor(..., pin_memory=True)` and copy it with"
-            " `.to(x.device, non_blocking=True)`",
+            problem=f"{PROBLEM} ({clause(receiver, placed)})",
+            remedy=REMEDY,
+            placement=explanation(receiver, placed),
         )
-
-    def _receiver_on_accelerator(self, receiver: ast.expr, names: NameResolver) -> bool:
-        if on_accelerator(receiver, names):
-            return True
-        patterns = self.settings.accelerator_tensors
-        return bool(patterns) and any(fnmatch.fnmatchcase(ast.unparse(receiver), p) for p in patterns)

@@ -6,24 +6,38 @@ import ast
 from typing import Optional
 
 from h2dlint.facts.constructs import device_copy, host_built_tensor
+from h2dlint.facts.placement import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
-from h2dlint.rules.docs import COPY_FIX_SAFETY, KNOWN_HEAT_LIMITS
-from h2dlint.rules.rewrites import copy_rewrite
+from h2dlint.rules.context_device import copies_to_a_host_tensors_device
+from h2dlint.rules.docs import (
+    COPY_FIX_SAFETY,
+    FIX_BUILT_ELSEWHERE,
+    KNOWN_HEAT_LIMITS,
+    KNOWN_PLACEMENT_LIMITS,
+    PLACEMENT_SOURCES,
+)
+from h2dlint.rules.rewrites import BUILT_ELSEWHERE, copy_rewrite
 
 
 class PageableNonBlocking(Rule):
     code = "HTD104"
     name = "pageable-non-blocking-copy"
-    summary = "`.to(device, non_blocking=True)` on a fresh pageable tensor: `non_blocking` has no effect."
+    summary = "`.to(device, non_blocking=True)` of a tensor in pageable memory: `non_blocking` has no effect."
     # `True` covers the positional form `.to(dev, dtype, True)`.
-    triggers = (("tensor", "from_numpy", "asarray"), ("non_blocking", "True"))
+    triggers = (("non_blocking", "True"),)
 
     what_it_does = """
         Checks for `.to(<device>, non_blocking=True)` or `.cuda(non_blocking=True)` applied to a tensor just
         built in pageable host memory, such as `torch.tensor(x, dtype=...)` or `torch.from_numpy(a)` without
         `pin_memory=True`, in code that runs per step or per request.
-        """
+
+        It also checks such copies of any tensor known to be in pageable memory, wherever it was built
+        (`torch.zeros(n)` without a device, `self.positions` built so in `__init__`, the result of `.cpu()` of
+        a device tensor). A tensor known to be on the host only by its name (`seq_lens_cpu`) is not reported:
+        engines often keep such mirrors pinned. Neither is the output of `.to("cpu", non_blocking=True)` from
+        a device tensor, which PyTorch allocates pinned.
+        """ + PLACEMENT_SOURCES
     why_bad = """
         `non_blocking` only makes a host-to-device copy asynchronous when the source is pinned. From pageable
         memory the driver stages the data and may synchronise with the stream, so the copy looks async but is
@@ -53,11 +67,15 @@ class PageableNonBlocking(Rule):
         """
 
     fix_availability = "sometimes"
-    fix_safety = COPY_FIX_SAFETY.format(
-        copy="`torch.tensor(d, dtype=x).to(dev, non_blocking=True)` or `.cuda(non_blocking=True)`"
+    fix_safety = (
+        COPY_FIX_SAFETY.format(
+            copy="`torch.tensor(d, dtype=x).to(dev, non_blocking=True)` or `.cuda(non_blocking=True)`"
+        ),
+        FIX_BUILT_ELSEWHERE,
     )
     known_problems = (
         KNOWN_HEAT_LIMITS,
+        KNOWN_PLACEMENT_LIMITS,
         """
         Whether a pageable `non_blocking` copy actually stalls depends on the driver and the copy's size: on an H200
         (torch 2.11, CUDA 13) a small one did not stall the host, so there the fix guarantees asynchrony rather than
@@ -120,6 +138,32 @@ class PageableNonBlocking(Rule):
                 def __init__(self, x, dev):
                     for i in x:
                         self.t = torch.tensor(i).cuda(non_blocking=True)
+            """),
+        # Pinned sources, a host name that does not say which memory, an unknown tensor.
+        Valid("""
+            import torch
+
+            class Runner:
+                def __init__(self, n, pin):
+                    self.lens = torch.zeros(n, dtype=torch.int32, pin_memory=pin)
+
+                def forward(self, logits, batch, ids, dev):
+                    staged = logits.argmax(-1).to("cpu", non_blocking=True)  # pinned by PyTorch
+                    return (
+                        self.lens.to(dev, non_blocking=True),
+                        staged.to(dev, non_blocking=True),
+                        batch.seq_lens_cpu.to(dev, non_blocking=True),
+                        ids.to(dev, non_blocking=True),
+                    )
+            """),
+        # Empty data is never copied; branches that may be pinned leave the memory unknown.
+        Valid("""
+            import torch
+
+            def forward(dev, flag, staged_cpu):
+                empty = torch.zeros(0, dtype=torch.int64)
+                either = staged_cpu if flag else torch.zeros(3)
+                return empty.to(dev, non_blocking=True), either.to(dev, non_blocking=True)
             """),
     )
     INVALID = (
@@ -203,20 +247,56 @@ class PageableNonBlocking(Rule):
             """,
             reason="`sample` runs per step",
         ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, n):
+                    self.positions = torch.zeros(n, dtype=torch.int64)
+
+                def forward(self, n, dev):
+                    return self.positions[:n].to(dev, non_blocking=True)  # HTD104
+            """,
+            reason="(`self.positions[:n]` is built on the host by `torch.zeros(...)` at line 5)",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(lens, dev):
+                host = lens.cpu() + 1
+                return host.cuda(non_blocking=True)  # HTD104
+            """,
+            reason="copied to the host by `.cpu()` at line 4",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         names = context.names
         copy = device_copy(call, names)
-        if copy is None or not copy.non_blocking or host_built_tensor(copy.receiver, names) is None:
+        if copy is None or not copy.non_blocking or copies_to_a_host_tensors_device(call, context):
             return None
-        source = f"`{copy.receiver.id}`, " if isinstance(copy.receiver, ast.Name) else ""
-        rewrite, unfixable = copy_rewrite(call, names)
+        if not context.device_context and host_built_tensor(copy.receiver, names) is not None:
+            source = f"`{copy.receiver.id}`, " if isinstance(copy.receiver, ast.Name) else ""
+            rewrite, unfixable = copy_rewrite(call, names)
+            return Match(
+                node=call,
+                problem=f"`.{copy.method}(..., non_blocking=True)` copies {source}a tensor just built in pageable"
+                " memory, so the copy is not asynchronous and may sync the stream",
+                remedy="Build the tensor with `pin_memory=True` so that `non_blocking=True` takes effect",
+                rewrite=rewrite,
+                unfixable=unfixable,
+            )
+        placed = context.placement(copy.receiver)
+        if placed.place is not Place.PAGEABLE:
+            return None
         return Match(
             node=call,
-            problem=f"`.{copy.method}(..., non_blocking=True)` copies {source}a tensor just built in pageable"
-            " memory, so the copy is not asynchronous and may sync the stream",
-            remedy="Build the tensor with `pin_memory=True` so that `non_blocking=True` takes effect",
-            rewrite=rewrite,
-            unfixable=unfixable,
+            problem=f"`.{copy.method}(..., non_blocking=True)` copies a tensor in pageable memory, so the copy is"
+            f" not asynchronous and may sync the stream ({clause(copy.receiver, placed)})",
+            remedy="Pin the source where it is made (`pin_memory=True`, or copy into a pinned buffer) so that"
+            " `non_blocking=True` takes effect",
+            unfixable=BUILT_ELSEWHERE,
+            placement=explanation(copy.receiver, placed),
         )

@@ -46,6 +46,10 @@ def constructor_rewrite(call: ast.Call, helper: str) -> FixPlan:
     return (None, problem) if problem else (Rewrite(helper, call, CONSTRUCTOR_OF[helper]), None)
 
 
+# Why a copy of a host tensor made elsewhere is report-only: the fix would have to change where it is built.
+BUILT_ELSEWHERE = "the host tensor is not built in this expression: pin it where it is made"
+
+
 def copy_rewrite(copy_call: ast.Call, names: NameResolver) -> FixPlan:
     """`torch.tensor(data, dtype=...).to(device, non_blocking=True)` -> `h2d_tensor(data, dtype=..., device=...)`,
     and the same for `.cuda(...)` and for `torch.as_tensor`."""

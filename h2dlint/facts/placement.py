@@ -1,0 +1,379 @@
+"""Where a tensor lives: in pageable host memory, in pinned host memory, on the host (which of the two not
+known), on a device, or unknown; with the evidence, for the message, and the chain followed, for `explain`.
+
+`placement_of(expr, scope)` answers at the node a rule looks at, in the checker's single walk, by following
+the expression back through what this file shows:
+
+- constructors and factories (`torch.tensor`, `torch.zeros(..., device=...)`, `pin_memory=True`), a device
+  context around them (`with torch.device(dev):`, `torch.set_default_device`), `.cpu()`, `.cuda()`,
+  `.to(<device>)`, `.pin_memory()`, `torch.from_numpy`;
+- views and placement-preserving methods (`view`, slicing, `long()`, `contiguous()`, arithmetic with
+  numbers), `torch.cat`/`stack` of tensors that agree, conditional expressions whose branches agree,
+  containers of tensors that agree;
+- local names, through the binding that reaches the use (`scopes.NameResolver.value_at`), tuple unpacking
+  of literal tuples and augmented assignment;
+- `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
+  the class's methods, through what they return (`placement_summary`);
+- naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, a tensor with a `<name>_cpu` sibling.
+
+Evidence that conflicts (a name that says host for a tensor moved to the device) gives UNKNOWN; so does
+anything not followed. Rules report only known placements.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Optional, Tuple
+
+from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
+from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype
+from h2dlint.facts.scopes import NameResolver
+
+_MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
+
+
+class Place(str, enum.Enum):
+    PAGEABLE = "host (pageable)"
+    PINNED = "host (pinned)"
+    HOST = "host"  # on the host; whether pinned is not known (a name says host, `.cpu` of a buffer pair)
+    DEVICE = "device"
+    UNKNOWN = "unknown"
+
+    @property
+    def on_host(self) -> bool:
+        return self in (Place.PAGEABLE, Place.PINNED, Place.HOST)
+
+
+@dataclass(frozen=True)
+class Placement:
+    place: Place
+    evidence: str = ""  # a clause completing "`x` ...": "is built on the host by `torch.zeros(...)` at line 12"
+    chain: Tuple[str, ...] = ()  # the steps followed, from the use back to the evidence: for `explain`
+    heuristic: Optional[str] = None  # the convention that decided it, when one did (`placement-name-host`)
+
+    def via(self, step: str) -> "Placement":
+        return replace(self, chain=(step, *self.chain)) if self.place is not Place.UNKNOWN else self
+
+    def unpinned(self) -> "Placement":
+        """The placement of a new tensor computed from this one: a host result is pageable."""
+        return replace(self, place=Place.PAGEABLE) if self.place.on_host else self
+
+
+UNKNOWN = Placement(Place.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class PlacementScope:
+    """What `placement_of` may consult at one point of a function."""
+
+    names: NameResolver
+    # Why a tensor built at this node defaults to a device ("inside `with torch.device(...)` at line 9"), or None.
+    device_context: Callable[[ast.AST], Optional[str]] = lambda node: None
+    attribute: Callable[[str, int], Placement] = lambda name, depth: UNKNOWN  # `self.<name>` in this class
+    returned: Callable[[ast.Call, int], Placement] = lambda call, depth: UNKNOWN  # what a call of ours returns
+    convention: Callable[[ast.expr], Placement] = lambda expr: UNKNOWN  # what the names say
+    appended: Callable[[str], Tuple[ast.expr, ...]] = lambda name: ()  # `name.append(x)` in this function: each x
+
+# Factories that build a new tensor on the device given by `device=` (or the context), else on the host.
+FACTORIES = frozenset(
+    "torch." + name
+    for name in (
+        "tensor as_tensor asarray zeros ones full empty arange range linspace logspace eye rand randn randint "
+        "randperm empty_strided tril_indices triu_indices"
+    ).split()
+)
+_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})  # placed like their data, when a tensor
+_LIKE = frozenset("torch." + n for n in "zeros_like ones_like full_like empty_like rand_like randn_like".split())
+_JOINS = frozenset("torch." + n for n in "cat concat concatenate stack hstack vstack".split())
+# Methods whose result shares the receiver's memory, so a pinned receiver gives a pinned view.
+VIEW_METHODS = frozenset(
+    "view view_as narrow expand expand_as permute transpose t squeeze unsqueeze unflatten select detach "
+    "as_strided unfold split chunk unbind movedim diagonal fill_ zero_ copy_ index_copy_ index_fill_ "
+    "masked_fill_ clamp_ add_ sub_ mul_ div_ requires_grad_ share_memory_".split()
+)
+# Methods that compute a new tensor where the receiver is (or return it unchanged): a pinned receiver may or
+# may not give a pinned result, so it gives the host without knowing which memory.
+SAME_PLACE_METHODS = frozenset(
+    "long int float half bfloat16 bool double short byte char contiguous clone reshape flatten repeat flip roll "
+    "cumsum cumprod sum prod mean max min amax amin abs neg add sub mul div remainder index_select gather "
+    "masked_fill where sort argsort topk clamp round floor ceil exp log sqrt type_as pad".split()
+)
+_NEW_METHODS = frozenset("new_tensor new_zeros new_ones new_full new_empty".split())
+_BINARY_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr)
+
+
+def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Placement:
+    """Where the tensor `expr` evaluates to lives, with its evidence (see the module docstring)."""
+    if depth > _MAX_DEPTH:
+        return UNKNOWN
+    found = _provenance(expr, scope, depth)
+    named = scope.convention(expr)
+    return agree(found, named) if named.place is not Place.UNKNOWN else found
+
+
+def agree(first: Placement, second: Placement) -> Placement:
+    """One placement from two pieces of evidence: unknown when one says host and the other device."""
+    if first.place is Place.UNKNOWN:
+        return second
+    if second.place is Place.UNKNOWN or first.place is second.place:
+        return first
+    if first.place.on_host and second.place.on_host:
+        return first if first.place is not Place.HOST else second  # the one that knows the memory
+    return UNKNOWN
+
+
+def agree_all(placements: Iterable[Placement]) -> Placement:
+    """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
+    for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
+    unknown: one may be pinned."""
+    result: Optional[Placement] = None
+    for placement in placements:
+        if placement.place is Place.UNKNOWN:
+            return UNKNOWN
+        if result is None or result.place is placement.place:
+            result = result or placement
+        elif result.place.on_host and placement.place.on_host:
+            result = replace(result, place=Place.HOST)
+        else:
+            return UNKNOWN
+    return result if result is not None else UNKNOWN
+
+
+def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
+    if isinstance(expr, ast.Name):
+        return _name(expr, scope, depth)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return scope.attribute(expr.attr, depth + 1).via(f"line {expr.lineno}: `self.{expr.attr}`")
+    if isinstance(expr, ast.Subscript):  # a view of a tensor, or an item of a container of them
+        return placement_of(expr.value, scope, depth + 1)
+    if isinstance(expr, ast.Call):
+        return _call(expr, scope, depth)
+    if isinstance(expr, ast.IfExp):
+        return agree_all(placement_of(branch, scope, depth + 1) for branch in (expr.body, expr.orelse))
+    if isinstance(expr, (ast.List, ast.Tuple)):  # a container, as `torch.cat` or a subscript reads it
+        return agree_all(placement_of(item, scope, depth + 1) for item in expr.elts) if expr.elts else UNKNOWN
+    if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+        return placement_of(expr.elt, scope, depth + 1)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, _BINARY_OPERATORS):
+        return _arithmetic((expr.left, expr.right), scope, depth)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.Invert)):
+        return placement_of(expr.operand, scope, depth + 1).unpinned()
+    return UNKNOWN
+
+
+def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
+    value = scope.names.value_at(use)
+    if value is None:
+        target = scope.names.augmented_target(use)  # `x += y` keeps `x` where it was
+        return placement_of(target, scope, depth + 1) if target is not None else UNKNOWN
+    if _is_empty_list(value):  # `ids = []` then `ids.append(x)`: where every item lives
+        items = scope.appended(use.id)
+        found = agree_all(placement_of(item, scope, depth + 1) for item in items) if items else UNKNOWN
+        return found.via(f"line {value.lineno}: `{use.id} = []`, filled by `{use.id}.append(...)`")
+    found = placement_of(value, scope, depth + 1)
+    return found.via(f"line {value.lineno}: `{use.id} = {_short(value)}`")
+
+
+def _is_empty_list(value: ast.expr) -> bool:
+    if isinstance(value, ast.List):
+        return not value.elts
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list" and not (
+        value.args or value.keywords
+    )
+
+
+def _arithmetic(operands: Tuple[ast.expr, ...], scope: PlacementScope, depth: int) -> Placement:
+    """`a + 1`, `a * b`: where the tensor operands agree, numbers aside."""
+    tensors = [o for o in operands if not _is_number(o)]
+    return agree_all(placement_of(o, scope, depth + 1) for o in tensors).unpinned()
+
+
+def _is_number(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.UnaryOp):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+
+
+def _call(call: ast.Call, scope: PlacementScope, depth: int) -> Placement:
+    qualified = scope.names.qualify(call.func)
+    if qualified is not None:
+        return _torch_call(call, qualified, scope, depth)
+    if isinstance(call.func, ast.Attribute):
+        found = _method(call, call.func.attr, scope, depth)
+        if found is not None:
+            return found
+    return scope.returned(call, depth + 1)
+
+
+def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) -> Placement:
+    if qualified == "torch.from_numpy":
+        return _built(call, Place.PAGEABLE, "is built on the host by `torch.from_numpy(...)`")
+    if qualified in FACTORIES:
+        return _factory(call, qualified, scope, depth)
+    if qualified in _LIKE:
+        first = next(iter(positional_args(call)), None)
+        return _placed_by_device(call, scope) or (
+            placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
+        )
+    if qualified in _JOINS:
+        out = keyword_value(call, "out")
+        if out is not None:  # written into `out`, wherever that lives
+            return placement_of(out, scope, depth + 1)
+        first = next(iter(positional_args(call)), None) or keyword_value(call, "tensors")
+        return placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
+    return UNKNOWN
+
+
+def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) -> Placement:
+    if _is_empty(call, qualified):
+        return UNKNOWN  # `torch.zeros(0)`, `torch.tensor([])`: nothing is ever copied, wherever it lives
+    placed = _placed_by_device(call, scope)
+    if placed is not None:
+        return placed
+    if has_star_args(call):
+        return UNKNOWN  # `**kwargs` may carry a device
+    if qualified in _DATA:
+        data = next(iter(positional_args(call)), None) or keyword_value(call, "data")
+        if data is not None and placement_of(data, scope, depth + 1).place is Place.DEVICE:
+            return Placement(Place.DEVICE, f"is built from a device tensor by `{qualified}(...)` at line {call.lineno}")
+    where = scope.device_context(call)
+    if where is not None:
+        return Placement(Place.DEVICE, f"is built on the device {where}")
+    if _pins(call):
+        return _built(call, Place.PINNED, f"is built in pinned memory by `{qualified}(..., pin_memory=True)`")
+    return _built(call, Place.PAGEABLE, f"is built on the host by `{qualified}(...)`")
+
+
+def _is_empty(call: ast.Call, qualified: str) -> bool:
+    """A factory whose size (or data) is a literal 0 or empty: `torch.empty(0)`, `torch.zeros((0,))`, `torch.tensor([])`."""
+    first = next(iter(positional_args(call)), None)
+    if qualified in _DATA:
+        return isinstance(first, (ast.List, ast.Tuple)) and not first.elts
+    if qualified in ("torch.arange", "torch.range"):
+        return len(positional_args(call)) == 1 and _is_zero(first)
+    if isinstance(first, (ast.Tuple, ast.List)):
+        return any(_is_zero(item) for item in first.elts)
+    return first is not None and _is_zero(first)
+
+
+def _is_zero(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)
+
+
+def _pins(call: ast.Call) -> bool:
+    """`pin_memory=` given, and not a literal False (`pin_memory=self.pin_memory` counts: it is, on CUDA)."""
+    pinned = keyword_arg(call, "pin_memory")
+    return pinned is not None and not is_false_literal(pinned.value)
+
+
+def _placed_by_device(call: ast.Call, scope: PlacementScope) -> Optional[Placement]:
+    """The placement a `device=` argument gives, or None without one."""
+    device = keyword_value(call, "device")
+    if device is None:
+        return None
+    if is_host_device(device, scope.names):
+        place = Place.PINNED if _pins(call) else Place.PAGEABLE
+        return _built(call, place, "is built on the host (`device=` names the CPU)")
+    return _built(call, Place.DEVICE, f"is built on the device (`device={_short(device)}`)")
+
+
+def _built(call: ast.Call, place: Place, what: str) -> Placement:
+    return Placement(place, f"{what} at line {call.lineno}")
+
+
+def _method(call: ast.Call, method: str, scope: PlacementScope, depth: int) -> Optional[Placement]:
+    """The placement a tensor method gives, or None when `method` is not one this knows."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    line = call.lineno
+    if method == "cpu":  # a no-op on the host: a pinned tensor stays pinned
+        found = placement_of(receiver, scope, depth + 1)
+        if found.place.on_host:
+            return found
+        place = Place.PAGEABLE if found.place is Place.DEVICE else Place.HOST
+        return Placement(place, f"is copied to the host by `.cpu()` at line {line}")
+    if method == "pin_memory":
+        return Placement(Place.PINNED, f"is pinned by `.pin_memory()` at line {line}")
+    if method == "numpy":
+        return Placement(Place.PAGEABLE, f"is a NumPy array (`.numpy()` at line {line})")
+    if method in ("cuda", "to"):
+        return _move(call, method, receiver, scope, depth)
+    if method in _NEW_METHODS:
+        placed = _placed_by_device(call, scope) or placement_of(receiver, scope, depth + 1).unpinned()
+        if placed.place.on_host and _pins(call):
+            return _built(call, Place.PINNED, f"is built in pinned memory by `.{method}(..., pin_memory=True)`")
+        return placed
+    if method in VIEW_METHODS:
+        return placement_of(receiver, scope, depth + 1)
+    if method in SAME_PLACE_METHODS:
+        found = placement_of(receiver, scope, depth + 1)
+        return replace(found, place=Place.HOST) if found.place is Place.PINNED else found
+    return None
+
+
+def _move(call: ast.Call, method: str, receiver: ast.expr, scope: PlacementScope, depth: int) -> Placement:
+    if device_copy(call, scope.names) is not None:
+        return Placement(Place.DEVICE, f"is moved to the device by `.{method}(...)` at line {call.lineno}")
+    found = placement_of(receiver, scope, depth + 1)
+    device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
+    if device is not None and not looks_like_dtype(device, scope.names):  # `.to("cpu")`: a no-op on the host
+        if found.place.on_host:
+            return found
+        if found.place is Place.DEVICE and _copies_without_blocking(call):
+            # PyTorch pins the output of a non-blocking copy from an accelerator to the CPU (`_to_copy`).
+            return Placement(Place.PINNED, f"is copied to pinned host memory by `.to(..., non_blocking=True)` at"
+                             f" line {call.lineno}")
+        place = Place.PAGEABLE if found.place is Place.DEVICE else Place.HOST
+        return Placement(place, f"is copied to the host by `.to(...)` at line {call.lineno}")
+    return replace(found, place=Place.HOST) if found.place is Place.PINNED else found  # `.to(dtype)`
+
+
+def _copies_without_blocking(call: ast.Call) -> bool:
+    flag = keyword_value(call, "non_blocking")
+    return flag is not None and not is_false_literal(flag)
+
+
+def _short(expr: ast.expr, limit: int = 40) -> str:
+    text = ast.unparse(expr)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe(expr: ast.expr) -> str:
+    """`expr` as a message names it: its source, shortened."""
+    return _short(expr, 32)
+
+
+def device_context(expr: ast.expr, names: NameResolver) -> Optional[str]:
+    """Why tensors built in `with expr:` default to a device, or None: `torch.device(<not the CPU>)`, or a
+    tensor's `.device` (`with hidden.device:`)."""
+    if isinstance(expr, ast.Call) and names.qualify(expr.func) == "torch.device":
+        device = next(iter(positional_args(expr)), None) or keyword_value(expr, "type")
+        if device is None or is_host_device(device, names):
+            return None
+        return f"inside `with torch.device({_short(device, 24)}):` at line {expr.lineno}"
+    if isinstance(expr, ast.Attribute) and expr.attr == "device":
+        return f"inside `with {_short(expr, 24)}:` at line {expr.lineno}"
+    return None
+
+
+def default_device(module: ast.Module, names: NameResolver) -> Optional[str]:
+    """Why tensors of this module default to a device: a module-level `torch.set_default_device(<not the CPU>)`."""
+    for statement in module.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if isinstance(call, ast.Call) and names.qualify(call.func) == "torch.set_default_device" and call.args:
+            if not is_host_device(call.args[0], names):
+                return f"after `torch.set_default_device(...)` at line {call.lineno}"
+    return None
+
+
+def clause(expr: ast.expr, placement: Placement) -> str:
+    """The evidence as a message's short clause: "`seq_lens_cpu` is built on the host at line 412"."""
+    return f"`{describe(expr)}` {placement.evidence}"
+
+
+def explanation(expr: ast.expr, placement: Placement) -> Tuple[str, ...]:
+    """The placement chain, as `explain` prints it: the verdict and its evidence, then each step followed."""
+    named = f" [heuristic: {placement.heuristic}]" if placement.heuristic else ""
+    head = f"placement: `{describe(expr)}` is on the {placement.place.value}: {placement.evidence}{named}"
+    return (head, *(f"  from {step}" for step in placement.chain))

@@ -1,0 +1,96 @@
+"""What a tensor's name says of where it lives: the `placement-*` conventions of `facts.heuristics`, and the
+project's own globs (`host-tensors`, `accelerator-tensors`).
+
+A glob matches the expression as written (`self.seq_lens`, for the project's globs) or its last name
+(`seq_lens_cpu` in `batch.seq_lens_cpu[:n]`). A name says the host without saying which memory: a host
+mirror may be pinned. A tensor whose `<name>_cpu` or `<name>_host` sibling is in sight (a name or attribute of
+the same function, or an attribute of the class) is the device copy that the mirror shadows.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from dataclasses import dataclass
+from typing import Callable, FrozenSet, Optional, Tuple
+
+from h2dlint.facts.heuristics import BY_ID
+from h2dlint.facts.placement import UNKNOWN, Place, Placement
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.syntax import last_name
+
+HOST_NAMES = "placement-name-host"
+DEVICE_NAMES = "placement-name-device"
+SIBLING = "placement-sibling-host-mirror"
+CONFIGURED_HOST = "`host-tensors`"
+CONFIGURED_DEVICE = "`accelerator-tensors`"
+MIRROR_SUFFIXES = ("_cpu", "_host")
+
+KnownNames = Callable[[], FrozenSet[str]]  # the names and attribute names in sight, computed on first use
+
+
+@dataclass(frozen=True)
+class Conventions:
+    host: Tuple[str, ...]
+    device: Tuple[str, ...]
+    configured_host: Tuple[str, ...]
+    configured_device: Tuple[str, ...]
+    sibling: bool
+
+    def placement(self, expr: ast.expr, known_names: KnownNames) -> Placement:
+        """What the name of `expr` (or of the tensor it slices) says; UNKNOWN when it says nothing."""
+        while isinstance(expr, ast.Subscript):
+            expr = expr.value
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return UNKNOWN
+        name = last_name(expr)
+        written = ast.unparse(expr)
+        layers = (  # the project's globs first: they overrule the defaults
+            ((self.configured_host, CONFIGURED_HOST), (self.configured_device, CONFIGURED_DEVICE)),
+            ((self.host, HOST_NAMES), (self.device, DEVICE_NAMES)),
+        )
+        for host_table, device_table in layers:
+            host, device = (_first(written, name, table) for table in (host_table, device_table))
+            if host and device:
+                return UNKNOWN
+            if host:
+                return Placement(Place.HOST, f"is named like a host tensor ({host[1]})", heuristic=_id(host[0]))
+            if device:
+                return Placement(Place.DEVICE, f"is named like a device tensor ({device[1]})", heuristic=_id(device[0]))
+        mirror = self._mirror(name, known_names) if self.sibling else None
+        if mirror is not None:
+            return Placement(Place.DEVICE, f"has a host mirror `{mirror}`, so it is the device copy", heuristic=SIBLING)
+        return UNKNOWN
+
+    @staticmethod
+    def _mirror(name: str, known_names: KnownNames) -> Optional[str]:
+        known = known_names()
+        return next((name + suffix for suffix in MIRROR_SUFFIXES if name + suffix in known), None)
+
+
+def _first(written: str, name: str, table: Tuple[Tuple[str, ...], str]) -> Optional[Tuple[str, str]]:
+    """(heuristic, the glob as the message shows it) when a glob of `table` matches `written` or `name`."""
+    patterns, heuristic = table
+    for pattern in patterns:
+        if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(written, pattern):
+            return heuristic, f"`{pattern}`" if heuristic.startswith("placement-") else f"{heuristic} `{pattern}`"
+    return None
+
+
+def _id(heuristic: str) -> Optional[str]:
+    return heuristic if heuristic in BY_ID else None
+
+
+def conventions_from(settings: Settings) -> Conventions:
+    """The conventions `settings` switches on, with the project's globs."""
+
+    def patterns(heuristic: str) -> Tuple[str, ...]:
+        return BY_ID[heuristic].patterns if settings.enabled(heuristic) else ()
+
+    return Conventions(
+        host=patterns(HOST_NAMES),
+        device=patterns(DEVICE_NAMES),
+        configured_host=settings.host_tensors,
+        configured_device=settings.accelerator_tensors,
+        sibling=settings.enabled(SIBLING),
+    )

@@ -1,0 +1,283 @@
+"""Per module: where each class's attributes live and where each function's return value lives, worked out
+on first use from the assignments and returns this file shows; and the `PlacementScope` of any point.
+
+`self.x` is placed where every assignment of `self.x` in the class's methods (constructor included) and in
+its bases defined in this file puts it, `None` aside; one that disagrees, or a tuple target, gives unknown.
+A call of a module function (`make_ids()`) or of a method (`self.make_ids()`) is placed where every `return`
+of that function puts its value. Only top-level classes and functions are summarised.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
+
+from h2dlint.facts.placement import (
+    UNKNOWN,
+    Placement,
+    PlacementScope,
+    agree_all,
+    default_device,
+    device_context,
+    placement_of,
+)
+from h2dlint.facts.placement_conventions import Conventions
+from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings
+from h2dlint.facts.syntax import is_none, is_self
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the value (None: not its own), the line
+
+
+class ModulePlacements:
+    """The placement knowledge of one module, shared by every point of it; summaries are cached."""
+
+    def __init__(self, module: ast.Module, module_scope: Bindings, conventions: Conventions, walrus: bool) -> None:
+        self._module_scope = module_scope
+        self._conventions = conventions
+        self._walrus = walrus
+        self._functions = {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self._classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
+        self._class_scopes: Dict[str, Bindings] = {}
+        self._assignments: Dict[str, Dict[str, List[Assignment]]] = {}
+        self._summaries: Dict[Tuple[str, str], Placement] = {}  # (class or "", attribute or "()function")
+        self._in_progress: Set[Tuple[str, str]] = set()
+        self._known_names: Dict[int, FrozenSet[str]] = {}
+        self._blocks: Dict[int, List[Tuple[int, int, str]]] = {}
+        self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
+        self._default_device = default_device(module, NameResolver.of(module_scope))
+
+    def scope(self, names: NameResolver, class_name: Optional[str], function: Optional[FunctionNode]) -> PlacementScope:
+        """The scope of a point in `function` (None: module level) of top-level class `class_name`."""
+        return PlacementScope(
+            names=names,
+            device_context=lambda node: self._device_context(function, node, names),
+            attribute=lambda name, depth: self.attribute(class_name, name, depth),
+            returned=lambda call, depth: self.returned(call, class_name, depth),
+            convention=lambda expr: self._conventions.placement(expr, lambda: self._names_in(class_name, function)),
+            appended=lambda name: self._appended(function).get(name, ()),
+        )
+
+    # --- attributes -------------------------------------------------------------------------------------------
+
+    def attribute(self, class_name: Optional[str], name: str, depth: int) -> Placement:
+        if class_name not in self._classes:
+            return UNKNOWN
+        return self._summary((class_name, name), lambda: self._attribute(class_name, name, depth))  # type: ignore
+
+    def _attribute(self, class_name: str, name: str, depth: int) -> Placement:
+        assignments = self._assignments_of(class_name).get(name)
+        if not assignments:
+            return self._inherited(class_name, name, depth)
+        found = []
+        for method, value, line in assignments:
+            if value is None:
+                return UNKNOWN
+            scope = self.scope(self._names_for(method, class_name), class_name, method)
+            step = f"line {line}: `self.{name} = {ast.unparse(value)[:40]}` in `{method.name}`"
+            found.append(placement_of(value, scope, depth + 1).via(step))
+        return agree_all(found)
+
+    def _inherited(self, class_name: str, name: str, depth: int) -> Placement:
+        bases = [b.id for b in self._classes[class_name].bases if isinstance(b, ast.Name) and b.id in self._classes]
+        return agree_all(self.attribute(base, name, depth + 1) for base in bases) if bases else UNKNOWN
+
+    def _assignments_of(self, class_name: str) -> Dict[str, List[Assignment]]:
+        if class_name not in self._assignments:
+            table: Dict[str, List[Assignment]] = {}
+            for method in self._classes[class_name].body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    for name, value, line in _self_assignments(method):
+                        table.setdefault(name, []).append((method, value, line))
+            self._assignments[class_name] = table
+        return self._assignments[class_name]
+
+    # --- returns ----------------------------------------------------------------------------------------------
+
+    def returned(self, call: ast.Call, class_name: Optional[str], depth: int) -> Placement:
+        """Where what `call` returns lives, when it calls a function or a method of this module."""
+        function, owner = self._callee(call, class_name)
+        if function is None:
+            return UNKNOWN
+        key = (owner or "", "()" + function.name)
+        return self._summary(key, lambda: self._returned(function, owner, depth))  # type: ignore[arg-type]
+
+    def _callee(self, call: ast.Call, class_name: Optional[str]) -> Tuple[Optional[FunctionNode], Optional[str]]:
+        if isinstance(call.func, ast.Name):
+            return self._functions.get(call.func.id), None
+        if isinstance(call.func, ast.Attribute) and is_self(call.func.value) and class_name in self._classes:
+            for owner in self._class_and_bases(class_name):  # type: ignore[arg-type]
+                method = _method(self._classes[owner], call.func.attr)
+                if method is not None:
+                    return method, owner
+        return None, None
+
+    def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
+        values = list(_returned_values(function))
+        if not values or any(value is None for value in values):
+            return UNKNOWN  # a generator, or a bare `return`
+        scope = self.scope(self._names_for(function, owner), owner, function)
+        step = f"returned by `{function.name}()`"
+        return agree_all(placement_of(v, scope, depth + 1) for v in values if v is not None).via(step)
+
+    def _class_and_bases(self, class_name: str) -> Iterator[str]:
+        seen: Set[str] = set()
+        pending = [class_name]
+        while pending:
+            name = pending.pop(0)
+            if name in seen or name not in self._classes:
+                continue
+            seen.add(name)
+            yield name
+            pending.extend(b.id for b in self._classes[name].bases if isinstance(b, ast.Name))
+
+    # --- lists filled by `append` -------------------------------------------------------------------------------
+
+    def _appended(self, function: Optional[FunctionNode]) -> Dict[str, Tuple[ast.expr, ...]]:
+        """Local name -> the items `name.append(item)` adds to it in `function`. A list also filled otherwise
+        (`extend`, `insert`, `+=`, item assignment) is left out: its items are not all known."""
+        key = id(function)
+        if key not in self._lists:
+            items: Dict[str, List[ast.expr]] = {}
+            other: Set[str] = set()
+            for node in _own_nodes(function) if function is not None else ():
+                filled = _list_fill(node)
+                if filled is not None:
+                    name, item = filled
+                    if item is None:
+                        other.add(name)
+                    else:
+                        items.setdefault(name, []).append(item)
+            self._lists[key] = {name: tuple(found) for name, found in items.items() if name not in other}
+        return self._lists[key]
+
+    # --- device contexts ------------------------------------------------------------------------------------
+
+    def _device_context(self, function: Optional[FunctionNode], node: ast.AST, names: NameResolver) -> Optional[str]:
+        """Why a tensor built at `node` of `function` defaults to a device: the innermost `with torch.device(...)`
+        block around it, else the module's default device."""
+        line = getattr(node, "lineno", 0)
+        inside = [(start, why) for start, end, why in self._device_blocks(function, names) if start <= line <= end]
+        return max(inside)[1] if inside else self._default_device
+
+    def _device_blocks(self, function: Optional[FunctionNode], names: NameResolver) -> List[Tuple[int, int, str]]:
+        key = id(function)
+        if key not in self._blocks:
+            self._blocks[key] = [
+                (node.lineno, node.end_lineno or node.lineno, why)
+                for node in (_own_nodes(function) if function is not None else ())
+                if isinstance(node, (ast.With, ast.AsyncWith))
+                for why in (device_context(item.context_expr, names) for item in node.items)
+                if why is not None
+            ]
+        return self._blocks[key]
+
+    # --- shared -----------------------------------------------------------------------------------------------
+
+    def _summary(self, key: Tuple[str, str], compute) -> Placement:  # type: ignore[no-untyped-def]
+        if key in self._summaries:
+            return self._summaries[key]
+        if key in self._in_progress:
+            return UNKNOWN  # a cycle: `self.a = self.b`, `self.b = self.a`
+        self._in_progress.add(key)
+        try:
+            result = compute()
+        finally:
+            self._in_progress.discard(key)
+        self._summaries[key] = result
+        return result
+
+    def _names_for(self, function: FunctionNode, class_name: Optional[str]) -> NameResolver:
+        scopes = [self._module_scope]
+        if class_name is not None:
+            if class_name not in self._class_scopes:
+                self._class_scopes[class_name] = class_bindings(self._classes[class_name], self._walrus)
+            scopes.append(self._class_scopes[class_name])
+        return NameResolver.of(*scopes, function_bindings(function, self._walrus))
+
+    def _names_in(self, class_name: Optional[str], function: Optional[FunctionNode]) -> FrozenSet[str]:
+        """The names and attribute names used in `function`, and the attributes its class assigns."""
+        key = id(function)
+        if key not in self._known_names:
+            used: Set[str] = set()
+            for node in ast.walk(function) if function is not None else ():
+                if isinstance(node, ast.Name):
+                    used.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    used.add(node.attr)
+            if class_name in self._classes:
+                used.update(self._assignments_of(class_name))  # type: ignore[arg-type]
+            self._known_names[key] = frozenset(used)
+        return self._known_names[key]
+
+
+_OTHER_FILLS = frozenset({"extend", "insert", "__setitem__", "__iadd__"})
+
+
+def _list_fill(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
+    """(name, item) for `name.append(item)`; (name, None) for another way of filling a local list."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        method = node.func.attr
+        if method == "append" and len(node.args) == 1 and not node.keywords:
+            return node.func.value.id, node.args[0]
+        if method in _OTHER_FILLS:
+            return node.func.value.id, None
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return node.target.id, None
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                return target.value.id, None
+    return None
+
+
+def _method(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
+    return next(
+        (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None
+    )
+
+
+def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
+    """The nodes of `function`'s body, not those of functions, lambdas or classes nested in it."""
+    pending: List[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _returned_values(function: FunctionNode) -> Iterator[Optional[ast.expr]]:
+    """The value of each `return` (None for a bare one, and once for a generator)."""
+    for node in _own_nodes(function):
+        if isinstance(node, ast.Return):
+            yield node.value
+        elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+            yield None
+
+
+def _self_assignments(method: FunctionNode) -> Iterator[Tuple[str, Optional[ast.expr], int]]:
+    """(attribute, value, line) for each `self.x = value` in `method`; the value is None when `x` does not get
+    a value of its own (a tuple target, `for self.x in ...`). `self.x = None` is left out: not a tensor."""
+    for node in _own_nodes(method):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and is_self(target.value):
+                    if not is_none(node.value):
+                        yield target.attr, node.value, node.lineno
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    yield from _unpacked(target, node.value, node.lineno)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) and is_self(node.target.value):
+            if node.value is not None and not is_none(node.value):
+                yield node.target.attr, node.value, node.lineno
+
+
+def _unpacked(
+    target: Union[ast.Tuple, ast.List], value: ast.expr, line: int
+) -> Iterator[Tuple[str, Optional[ast.expr], int]]:
+    """`self.a, self.b = x, y`: each its own item; from anything but a literal tuple of the same length, None."""
+    items = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
+    for index, element in enumerate(target.elts):
+        if isinstance(element, ast.Attribute) and is_self(element.value):
+            yield element.attr, (items[index] if items is not None else None), line
