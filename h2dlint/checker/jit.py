@@ -17,6 +17,8 @@ IN_TORCHSCRIPT = "TorchScript compiles this code (`{how}`), and it cannot compil
 
 def without_fixes_in_jit_code(summary: ModuleSummary, tree: ast.Module) -> ModuleSummary:
     """`summary`, with no fix for a site in code that TorchScript compiles, and the reason why."""
+    if all(site.fix is None for site in summary.sites):
+        return summary  # nearly every file: no fix to withhold, so no walk for TorchScript code
     compiled = _torchscript_code(tree, summary.imports)
     if not compiled:
         return summary

@@ -265,7 +265,7 @@ def _report(results: Sequence[FileResult], args: argparse.Namespace, summary: bo
         from h2dlint.fixing.edits import with_fix_edits  # libcst is imported only where fixes are made
 
         overrides = Overrides(exclude=tuple(args.exclude))
-        results = with_fix_edits(results, lambda path: settings_for_path(path, overrides).helper_module)
+        results = with_fix_edits(results, lambda path: settings_for_path(path, overrides))
     sys.stdout.write(
         render(
             results, args.output_format, colour=wants_colour(sys.stdout), summary=summary and not args.quiet,

@@ -19,7 +19,7 @@ from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
 from h2dlint.fixing.autofix import applies
 from h2dlint.fixing.transform import HostToDeviceRewrites, RewritePlan
-from h2dlint.project.config import settings_for_path
+from h2dlint.project.config import config_for_path, helper_settings, settings_for_path
 from h2dlint.project.findings import check_source
 
 
@@ -44,14 +44,15 @@ class FixHostToDeviceCopies(HostToDeviceRewrites, VisitorBasedCodemodCommand):
         )
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        settings = settings_for_path(self.context.filename or os.curdir)
+        path = self.context.filename or os.curdir
+        settings = settings_for_path(path)
         if self.helper_module is not None:
-            settings = dataclasses.replace(settings, helper_module=self.helper_module)
+            settings = dataclasses.replace(settings, **helper_settings(self.helper_module, config_for_path(path), path))
         text = tree.code
         fixes = [d.fix for d in check_source(text, settings) if applies(d.fix, self.unsafe_fixes)]
         if not fixes:
             raise SkipFile("no fixable host-to-device copies")
-        self.start_rewrites(RewritePlan.for_source(text, fixes, settings.helper_module))  # type: ignore[arg-type]
+        self.start_rewrites(RewritePlan.for_source(text, fixes, settings.helper_module, settings.helper_first_party))
         fixed = super().transform_module_impl(tree)
         if not self.applied:
             raise SkipFile("libcst's scope analysis confirmed none of the fixes")

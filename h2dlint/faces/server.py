@@ -165,7 +165,9 @@ def _code_actions(types, uri: str, text: str, path: str, found: List[Diagnostic]
     if not safe:
         return []
     try:
-        edits = fix_edits(rewrite_source(text, [d.fix for d in safe], settings_for_path(path).helper_module))
+        settings = settings_for_path(path)
+        rewritten = rewrite_source(text, [d.fix for d in safe], settings.helper_module, settings.helper_first_party)
+        edits = fix_edits(rewritten)
     except SourceError:
         return []
     return [_code_action(types, uri, d, edits[d.fix]) for d in safe if d.fix in edits]

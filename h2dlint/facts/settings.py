@@ -56,6 +56,9 @@ class Settings:
     extend_cold_functions: Tuple[str, ...] = ()
     # Where fixes import `h2d_tensor` / `h2d_as_tensor` from; a project may vendor the helper.
     helper_module: str = DEFAULT_HELPER_MODULE
+    # Whether isort counts `helper_module` as the project's own (first-party; `project.helper_module`), which
+    # decides the section its import joins.
+    helper_first_party: bool = False
     # Globs over a receiver as written (`self.input_ids`, `*_gpu`, `*`) naming tensors known to live on an
     # accelerator; HTD105 reports `x.new_tensor(data)` on them, HTD107 `x.copy_(host_tensor)` into them.
     accelerator_tensors: Tuple[str, ...] = ()

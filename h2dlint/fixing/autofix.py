@@ -59,7 +59,7 @@ def fix_source(
         fixes = [d.fix for d in diagnostics if applies(d.fix, unsafe)]
         if not fixes:
             break
-        rewritten = rewrite_source(text, fixes, settings.helper_module)
+        rewritten = rewrite_source(text, fixes, settings.helper_module, settings.helper_first_party)
         if not rewritten.applied:
             break
         _require_compiles(rewritten.code, before=text)

@@ -10,24 +10,26 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import libcst as cst
 
 from h2dlint.facts.positions import lines_with_endings
+from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
 from h2dlint.facts.summary import Edit, Fix, Span
-from h2dlint.fixing.helper_import import with_helper_import
-from h2dlint.fixing.transform import Rewritten, rewrite_source
+from h2dlint.fixing.transform import RewritePlan, Rewritten, rewrite_source
 from h2dlint.project.findings import FileResult
 
 
-def with_fix_edits(results: Sequence[FileResult], helper_module_for: Callable[[str], str]) -> List[FileResult]:
+def with_fix_edits(results: Sequence[FileResult], settings_for: Callable[[str], Settings]) -> List[FileResult]:
     """`results` with each fix's edits; a fix the transformer cannot make (or a file it cannot read) loses it."""
-    return [_with_edits(result, helper_module_for) for result in results]
+    return [_with_edits(result, settings_for) for result in results]
 
 
-def _with_edits(result: FileResult, helper_module_for: Callable[[str], str]) -> FileResult:
+def _with_edits(result: FileResult, settings_for: Callable[[str], Settings]) -> FileResult:
     fixes = [d.fix for d in result.diagnostics if d.fix is not None]
     if not fixes:
         return result
     try:
-        rewritten = rewrite_source(read_source(result.path).text, fixes, helper_module_for(result.path))
+        settings = settings_for(result.path)
+        text = read_source(result.path).text
+        rewritten = rewrite_source(text, fixes, settings.helper_module, settings.helper_first_party)
     except Exception:  # the file changed or cannot be parsed by libcst: no edits to offer, the findings stand
         return _without_fixes(result)
     edits = fix_edits(rewritten)
@@ -45,7 +47,7 @@ def _without_fixes(result: FileResult) -> FileResult:
 def fix_edits(rewritten: Rewritten) -> Dict[Fix, Tuple[Edit, ...]]:
     """Each applied fix's edits: its rebuilt call, then the import edits when it calls a helper."""
     transformer = rewritten.transformer
-    imports = _import_edits(rewritten.module, transformer.plan.helper_module, transformer.needed_imports())
+    imports = _import_edits(rewritten.module, transformer.plan, transformer.needed_imports())
     found = {}
     for fix in rewritten.applied:
         span, node = transformer.replacements[fix]
@@ -57,11 +59,11 @@ def fix_edits(rewritten: Rewritten) -> Dict[Fix, Tuple[Edit, ...]]:
     return found
 
 
-def _import_edits(module: cst.Module, helper_module: str, aliases: Sequence[Tuple[str, str]]) -> Tuple[Edit, ...]:
+def _import_edits(module: cst.Module, plan: RewritePlan, aliases: Sequence[Tuple[str, str]]) -> Tuple[Edit, ...]:
     if not aliases:
         return ()
     before = lines_with_endings(module.code)
-    after = lines_with_endings(with_helper_import(module, helper_module, aliases).code)
+    after = lines_with_endings(plan.with_import(module, aliases).code)
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     return tuple(
         Edit(Span(i1 + 1, 1, *_line_start(before, i2)), "".join(after[j1:j2]))

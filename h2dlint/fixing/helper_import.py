@@ -1,9 +1,14 @@
 """The helper import, as a careful person writes it: one statement, merged into an existing
 `from <helper-module> import ...`, else placed in isort's order beside the statement that imports torch (inside
-its `if`/`try` guard when torch is imported conditionally), with the blank lines PEP 8 wants."""
+its `if`/`try` guard when torch is imported conditionally), with the blank lines PEP 8 wants.
+
+A helper of the project's own (`first_party`, a vendored one) belongs in isort's first-party section, which
+follows torch's third-party one: it joins the section after torch's when that holds absolute imports (in an
+isort-clean file, the first-party one; relative imports make the local one), else opens its own."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
@@ -13,31 +18,45 @@ Alias = Tuple[str, str]  # the helper function, and the name the import binds
 SortKey = Tuple[str, str]  # how isort orders `from` imports in a section: the module, then the first name
 
 
-def with_helper_import(module: cst.Module, helper_module: str, aliases: Sequence[Alias]) -> cst.Module:
-    """`module` importing each `(function, name)` of `helper_module`. Plain names join one statement (an
-    existing one when there is one); each renamed one gets its own, as isort writes `as` imports."""
+def with_helper_import(
+    module: cst.Module, helper_module: str, aliases: Sequence[Alias], first_party: bool = False
+) -> cst.Module:
+    """`module` importing each `(function, name)` of `helper_module` (`first_party`: a module of the project).
+    Plain names join one statement (an existing one when there is one); each renamed one gets its own, as isort
+    writes `as` imports."""
+    new = _NewImport(helper_module, first_party)
     plain = sorted(function for function, name in aliases if function == name)
     if plain:
-        module = _with_plain_names(module, helper_module, [_alias(name, name) for name in plain])
+        module = _with_plain_names(module, new, [_alias(name, name) for name in plain])
     for function, name in sorted(a for a in aliases if a[0] != a[1]):
-        module = _with_new_statement(module, helper_module, [_alias(function, name)])
+        module = _with_new_statement(module, new, [_alias(function, name)])
     return module
 
 
-def _with_plain_names(module: cst.Module, helper_module: str, new: Sequence[cst.ImportAlias]) -> cst.Module:
+@dataclass(frozen=True)
+class _NewImport:
+    helper_module: str
+    first_party: bool
+
+    def statement(self, names: Sequence[cst.ImportAlias]) -> cst.SimpleStatementLine:
+        return cst.SimpleStatementLine([cst.ImportFrom(module=_dotted(self.helper_module), names=names)])
+
+    def key(self, names: Sequence[cst.ImportAlias]) -> SortKey:
+        return self.helper_module.lower(), _alias_key(names[0])
+
+
+def _with_plain_names(module: cst.Module, new: _NewImport, names: Sequence[cst.ImportAlias]) -> cst.Module:
     for index, statement in enumerate(module.body):
-        existing = _helper_import_from(statement, helper_module)
+        existing = _helper_import_from(statement, new.helper_module)
         if existing is not None:
-            merged = _merged(existing, new)
+            merged = _merged(existing, names)
             line = statement.with_changes(body=[merged])
             return module.with_changes(body=_replaced(module.body, index, line))
-    return _with_new_statement(module, helper_module, new)
+    return _with_new_statement(module, new, names)
 
 
-def _with_new_statement(module: cst.Module, helper_module: str, names: Sequence[cst.ImportAlias]) -> cst.Module:
-    statement = cst.SimpleStatementLine([cst.ImportFrom(module=_dotted(helper_module), names=names)])
-    key = (helper_module.lower(), _alias_key(names[0]))
-    return module.with_changes(body=_with_statement(module, statement, key))
+def _with_new_statement(module: cst.Module, new: _NewImport, names: Sequence[cst.ImportAlias]) -> cst.Module:
+    return module.with_changes(body=_with_statement(module, new.statement(names), new.key(names), new.first_party))
 
 
 def _alias(function: str, name: str) -> cst.ImportAlias:
@@ -91,18 +110,19 @@ def _neighbour_comma(names: Sequence[cst.ImportAlias], index: int):
     return cst.MaybeSentinel.DEFAULT
 
 
-def _with_statement(module: cst.Module, statement: cst.SimpleStatementLine, key: SortKey) -> List:
+def _with_statement(module: cst.Module, statement: cst.SimpleStatementLine, key: SortKey, first_party: bool) -> List:
     """The module's body with `statement` beside torch's import: at module level, else in its guard."""
     body = list(module.body)
     torch_at = _torch_import_index(body)
     if torch_at is not None:
-        return _inserted(body, torch_at, statement, key)
+        return _inserted(body, torch_at, statement, key, first_party)
     for index, guard in enumerate(body):
         if _is_import_guard(guard):
             inner = list(guard.body.body)  # type: ignore[attr-defined]
             torch_at = _torch_import_index(inner)
             if torch_at is not None:
-                block = guard.body.with_changes(body=_inserted(inner, torch_at, statement, key))  # type: ignore[attr-defined]
+                inner = _inserted(inner, torch_at, statement, key, first_party)
+                block = guard.body.with_changes(body=inner)  # type: ignore[attr-defined]
                 return _replaced(body, index, guard.with_changes(body=block))
     end = _leading_imports_end(body)
     if end and _is_import_line(body[end - 1]):
@@ -110,16 +130,24 @@ def _with_statement(module: cst.Module, statement: cst.SimpleStatementLine, key:
     return [*body[:end], statement, *body[end:]]
 
 
-def _inserted(body: List, anchor: int, statement: cst.SimpleStatementLine, key: SortKey) -> List:
+def _inserted(
+    body: List, anchor: int, statement: cst.SimpleStatementLine, key: SortKey, first_party: bool = False
+) -> List:
     """Insert `statement` into the isort section around `anchor` (the section that imports the helper's
-    top-level package, if one does): after the straight imports, among the `from` imports in module order.
-    After `import torch; x = 1`, a line that is not only imports, it goes on the next line."""
+    top-level package, if one does; for a first-party helper, the project's own section after it): after the
+    straight imports, among the `from` imports in module order. After `import torch; x = 1`, a line that is not
+    only imports, it goes on the next line."""
     if anchor < len(body) and not _is_import_line(body[anchor]):
         return [*body[: anchor + 1], statement, *body[anchor + 1 :]]
     if anchor >= len(body):
         return [*body, statement]
-    anchor = _same_package_import(body, anchor, key[0].split(".")[0]) or anchor
-    start, end = _section(body, anchor)
+    same_package = _same_package_import(body, anchor, key[0].split(".")[0])
+    if same_package is None and first_party:
+        after = _section(body, anchor)[1] + 1
+        if not _starts_absolute_section(body, after):
+            return [*body[:after], statement.with_changes(leading_lines=[cst.EmptyLine(indent=False)]), *body[after:]]
+        same_package = after
+    start, end = _section(body, anchor if same_package is None else same_package)
     index = next((i for i in range(start, end + 1) if _sorts_after(body[i], key)), end + 1)
     if index == start:  # the section's blank lines and comments now lead the new first statement
         statement = statement.with_changes(leading_lines=body[start].leading_lines)
@@ -135,6 +163,13 @@ def _section(body: Body, anchor: int) -> Tuple[int, int]:
     while end + 1 < len(body) and _is_import_line(body[end + 1]) and not _has_blank_line(body[end + 1]):
         end += 1
     return start, end
+
+
+def _starts_absolute_section(body: Body, index: int) -> bool:
+    """Whether an isort section of absolute imports starts at `index` (a blank line before it)."""
+    if index >= len(body) or not _is_import_line(body[index]) or not _has_blank_line(body[index]):
+        return False
+    return not any(isinstance(node, cst.ImportFrom) and node.relative for node in body[index].body)  # type: ignore[attr-defined]
 
 
 def _same_package_import(body: Body, anchor: int, package: str) -> Optional[int]:

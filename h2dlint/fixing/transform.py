@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, QualifiedNameProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, ScopeProvider
 
 from h2dlint.facts.recursion import on_deep_stack
 from h2dlint.facts.sources import SourceError
@@ -36,18 +36,28 @@ class RewritePlan:
     fixes: Sequence[Fix]
     helper_module: str
     names: Dict[str, HelperName] = field(default_factory=dict)  # helper function -> how the file calls it
+    helper_first_party: bool = False  # the helper is a module of the project (isort's first-party section)
 
     @classmethod
-    def for_source(cls, text: str, fixes: Sequence[Fix], helper_module: str) -> "RewritePlan":
+    def for_source(
+        cls, text: str, fixes: Sequence[Fix], helper_module: str, first_party: bool = False
+    ) -> "RewritePlan":
         helpers = {fix.target for fix in fixes if fix.target not in FILLS}
         tree = ast.parse(text) if helpers else None
-        return cls(fixes, helper_module, {h: helper_name(tree, helper_module, h) for h in helpers})  # type: ignore[arg-type]
+        names = {h: helper_name(tree, helper_module, h) for h in helpers}  # type: ignore[arg-type]
+        return cls(fixes, helper_module, names, first_party)
+
+    def with_import(self, module: cst.Module, aliases: Sequence[Tuple[str, str]]) -> cst.Module:
+        """`module` importing the helper functions `aliases` names."""
+        return with_helper_import(module, self.helper_module, aliases, self.helper_first_party)
 
 
 class HostToDeviceRewrites(cst.CSTTransformer):
     """Rewrites the calls that `plan` names. Mixed into libcst's codemod command too (`faces/codemod.py`)."""
 
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    # Scopes, not `QualifiedNameProvider`: that one visits every node of the module to attach a lazy lookup,
+    # which costs as much as the scope analysis itself; the rewrite asks about a few callees only.
+    METADATA_DEPENDENCIES = (PositionProvider, ScopeProvider)
 
     def start_rewrites(self, plan: RewritePlan) -> None:
         self.plan = plan
@@ -58,9 +68,24 @@ class HostToDeviceRewrites(cst.CSTTransformer):
         self.rejected: List[Tuple[Fix, str]] = []
         self.replacements: Dict[Fix, Tuple[Span, cst.CSTNode]] = {}  # what each fix replaced, with what
         self._done: Set[Span] = set()
+        spans = (*self._by_call, *self._by_absorbed)
+        self._targets = [((span.row, span.column), (span.end_row, span.end_column)) for span in spans]
 
     def _span(self, node: cst.CSTNode) -> Span:
         return span_of_range(self.get_metadata(PositionProvider, node))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """A line of simple statements that holds no call to rewrite is not walked into: most of a fixed file holds
+        none. (Not compound statements: libcst's range of a `def` starts after its decorators, and that of an
+        `if` may end before its `else`.)"""
+        if isinstance(node, cst.SimpleStatementLine) and not self._holds_a_target(node):
+            return False
+        return super().on_visit(node)
+
+    def _holds_a_target(self, node: cst.CSTNode) -> bool:
+        found = self.get_metadata(PositionProvider, node)
+        start, end = (found.start.line, found.start.column + 1), (found.end.line, found.end.column + 1)
+        return any(start <= first and last <= end for first, last in self._targets)
 
     def visit_Call(self, node: cst.Call) -> Optional[bool]:
         fix = self._by_absorbed.get(self._span(node))
@@ -88,7 +113,7 @@ class HostToDeviceRewrites(cst.CSTTransformer):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         aliases = self.needed_imports()
-        return with_helper_import(updated_node, self.plan.helper_module, aliases) if aliases else updated_node
+        return self.plan.with_import(updated_node, aliases) if aliases else updated_node
 
     def needed_imports(self) -> List[Tuple[str, str]]:
         names = self.plan.names
@@ -110,14 +135,18 @@ class HostToDeviceRewrites(cst.CSTTransformer):
         return new
 
     def _callee_problem(self, original: cst.Call, fix: Fix) -> Optional[str]:
-        names = {q.name for q in self.get_metadata(QualifiedNameProvider, original.func, set())}
-        if fix.constructor not in names:
+        if fix.constructor not in self._qualified_names(original.func):
             return NOT_TORCH.format(constructor=fix.constructor)
         if fix.target in FILLS:
             module = original.func.value if isinstance(original.func, cst.Attribute) else None
-            if module is None or "torch" not in {q.name for q in self.get_metadata(QualifiedNameProvider, module, set())}:
+            if module is None or "torch" not in self._qualified_names(module):
                 return f"`torch.{fix.target}` cannot be named through the callee here"
         return None
+
+    def _qualified_names(self, node: cst.CSTNode) -> Set[str]:
+        """What `QualifiedNameProvider` would give for `node`: its scope's qualified names for it."""
+        scope = self.get_metadata(ScopeProvider, node, None)
+        return {q.name for q in scope.get_qualified_names_for(node)} if scope is not None else set()
 
     def _device(self, fix: Fix) -> Optional[cst.BaseExpression]:
         if isinstance(fix.device, str):
@@ -208,17 +237,18 @@ class Rewritten:
     transformer: HostToDeviceRewrites
 
 
-def rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str) -> Rewritten:
-    """Make `fixes` in `text`. Raises SourceError when libcst cannot parse it."""
-    try:
-        return on_deep_stack(_rewrite_source, text, fixes, helper_module)  # libcst recurses per nesting level
+def rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str, first_party: bool = False) -> Rewritten:
+    """Make `fixes` in `text` (`first_party`: `helper_module` is the project's own). Raises SourceError when
+    libcst cannot parse it."""
+    try:  # libcst recurses per nesting level
+        return on_deep_stack(_rewrite_source, text, fixes, helper_module, first_party)
     except RecursionError:
         raise SourceError("too deeply nested for libcst; not fixed") from None
 
 
-def _rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str) -> Rewritten:
+def _rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str, first_party: bool) -> Rewritten:
     module = parse_module(text)
-    transformer = _Transformer(RewritePlan.for_source(text, fixes, helper_module))
+    transformer = _Transformer(RewritePlan.for_source(text, fixes, helper_module, first_party))
     fixed = MetadataWrapper(module, unsafe_skip_copy=True).visit(transformer)
     return Rewritten(module, fixed.code, transformer.applied, transformer.rejected, transformer)
 

@@ -23,6 +23,7 @@ from h2dlint.facts.heat import LEVELS, PER_REQUEST
 from h2dlint.facts.heuristics import unknown_ids
 from h2dlint.facts.presets import PRESETS
 from h2dlint.facts.settings import Settings, UsageError, selected_codes, unknown_heuristic_text
+from h2dlint.project.helper_module import is_first_party
 from h2dlint.project.profile_file import profile_settings
 
 if sys.version_info >= (3, 11):
@@ -185,7 +186,7 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
         ignore=ignore + overrides.ignore + per_file,
         extend_hot_functions=(config.extend_hot_functions if config else ()) + overrides.extend_hot_functions,
         extend_cold_functions=(config.extend_cold_functions if config else ()) + overrides.extend_cold_functions,
-        helper_module=config.helper_module if config else Settings.helper_module,
+        **helper_settings(config.helper_module if config else Settings.helper_module, config, path),
         accelerator_tensors=config.accelerator_tensors if config else (),
         host_tensors=config.host_tensors if config else (),
         min_level=overrides.min_level or (config.min_level if config else PER_REQUEST),
@@ -196,6 +197,12 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
         **profile_settings(profile),
         disable_heuristics=(config.disable_heuristics if config else ()) + overrides.disable_heuristics,
     )
+
+
+def helper_settings(module: str, config: Optional[ProjectConfig], path: Optional[str]) -> Dict[str, Any]:
+    """The settings that name the runtime helper for `path`: its module, and whether it is the project's own."""
+    first_party = is_first_party(module, config.root if config else None, path)
+    return {"helper_module": module, "helper_first_party": first_party}
 
 
 @functools.lru_cache(maxsize=None)

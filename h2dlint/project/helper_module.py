@@ -32,6 +32,25 @@ def helper_module_problem(module: str, roots: Sequence[str]) -> Optional[str]:
     )
 
 
+def is_first_party(module: str, config_root: Optional[str], path: Optional[str]) -> bool:
+    """Whether isort, run at the root of the project `path` belongs to, puts an import of `module` in the
+    first-party section. Its default `src_paths` are its configuration's folder and its `src/`: a top-level name
+    found there (a folder, a `.py` file, or a package root so named) is first-party, whatever else is installed.
+    The project's folders are those of `config_root`, and the package root of `path` (not the current folder:
+    isort run elsewhere sees other packages as its own)."""
+    roots = [os.path.join(config_root, folder) for folder in PROJECT_SOURCE_FOLDERS] if config_root else []
+    if path is not None and os.path.isfile(path):
+        roots += [os.path.join(package_root(path), folder) for folder in PROJECT_SOURCE_FOLDERS]
+    top = module.split(".")[0]
+    return any(_holds_top_level(os.path.abspath(root), top) for root in roots)
+
+
+def _holds_top_level(root: str, name: str) -> bool:
+    if os.path.basename(root) == name and os.path.isfile(os.path.join(root, "__init__.py")):
+        return True
+    return os.path.isdir(os.path.join(root, name)) or os.path.isfile(os.path.join(root, name + ".py"))
+
+
 def project_roots(config_root: Optional[str]) -> list:
     """The folders a project's modules are found in: below its configuration, and the current folder."""
     roots = [os.path.join(config_root, folder) for folder in PROJECT_SOURCE_FOLDERS] if config_root else []
@@ -39,14 +58,23 @@ def project_roots(config_root: Optional[str]) -> list:
 
 
 def module_name_for(path: str) -> str:
-    """The dotted module name of the `.py` file at `path`, from its package root: the first folder up that has
-    no `__init__.py` (`src/` in a src layout, the project folder in a flat one) is on the import path."""
+    """The dotted module name of the `.py` file at `path`, from its package root (`package_root`)."""
     folder, name = os.path.split(os.path.abspath(path))
     parts = [os.path.splitext(name)[0]]
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
+    root = package_root(path)
+    while folder != root:
         folder, package = os.path.split(folder)
         parts.append(package)
     return ".".join(reversed(parts))
+
+
+def package_root(path: str) -> str:
+    """The folder on the import path for the file at `path`: the first folder up that has no `__init__.py`
+    (`src/` in a src layout, the project folder in a flat one)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder = os.path.dirname(folder)
+    return folder
 
 
 def _module_file(base: str) -> bool:
