@@ -29,7 +29,18 @@ from h2dlint.facts.placement import (
     placement_of,
 )
 from h2dlint.facts.placement_conventions import Conventions
-from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings
+from h2dlint.facts.placement_exports import (
+    MAY_BE_TENSOR,
+    exported,
+    imported_names,
+    own_statements,
+)
+from h2dlint.facts.scopes import (
+    Bindings,
+    NameResolver,
+    class_bindings,
+    function_bindings,
+)
 from h2dlint.facts.summary import ExportedPlacement, PlacementQuery
 from h2dlint.facts.syntax import is_none, is_self
 
@@ -59,7 +70,7 @@ class ModulePlacements:
         self._blocks: Dict[int, List[Tuple[int, int, str]]] = {}
         self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
         self._default_device = default_device(module, NameResolver.of(module_scope))
-        self._imported, self._star_import = _imported_names(module.body)
+        self._imported, self._star_import = imported_names(module.body)
         self._assumed: Dict[PlacementQuery, Placement] = {}  # while a rule's match is tried for each answer
         self._hypothetical: Dict[Tuple[str, str], Placement] = {}  # summaries under `_assumed`
 
@@ -251,7 +262,7 @@ class ModulePlacements:
     def exports(self) -> Tuple[Dict[str, ExportedPlacement], Dict[str, Dict[str, Optional[ExportedPlacement]]]]:
         """What other files may ask of this one: the placement of what each top-level function and method
         returns (by qualname), where known or passed on; of each attribute its top-level classes assign (None
-        where unknown). Only returns and assignments whose value could be a tensor (`_MAY_BE_TENSOR`) are
+        where unknown). Only returns and assignments whose value could be a tensor (`MAY_BE_TENSOR`) are
         worked out."""
         returns: Dict[str, ExportedPlacement] = {}
         owners = [(None, name, f) for name, f in self._functions.items()] + [
@@ -262,15 +273,15 @@ class ModulePlacements:
         ]
         for owner, qualname, function in owners:
             values = list(_returned_values(function))
-            if values and all(isinstance(v, _MAY_BE_TENSOR) for v in values):
+            if values and all(isinstance(v, MAY_BE_TENSOR) for v in values):
                 key = (owner or "", "()" + function.name)
-                found = _exported(self._summary(key, lambda: self._returned(function, owner, 0)))  # noqa: B023
+                found = exported(self._summary(key, lambda: self._returned(function, owner, 0)))  # noqa: B023
                 if found is not None:
                     returns[qualname] = found
         attributes = {
             cls: {
-                name: _exported(self.attribute(cls, name, 0))
-                if all(isinstance(v, _MAY_BE_TENSOR) for _, v, _ in assigned) else None
+                name: exported(self.attribute(cls, name, 0))
+                if all(isinstance(v, MAY_BE_TENSOR) for _, v, _ in assigned) else None
                 for name, assigned in self._assignments_of(cls).items()
             }
             for cls in self._classes
@@ -305,38 +316,9 @@ class ModulePlacements:
         return self._known_names[key]
 
 
-# Values that may evaluate to a tensor whose placement another file could use; literals, f-strings,
-# comparisons and the like cannot, and `None` in an assignment stops nothing (a tuple target's is unknown).
-_MAY_BE_TENSOR = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.Tuple)
-
-
-def _exported(found: Placement) -> Optional[ExportedPlacement]:
-    if found.place is Place.UNKNOWN and found.pending is None:
-        return None
-    return ExportedPlacement(found.place.value, found.evidence, found.chain, found.pending)
-
-
 def _agreed(placements: List[Placement]) -> Placement:
     """`agree_all`, except that a single placement is kept as it is, with the question it leaves pending."""
     return placements[0] if len(placements) == 1 else agree_all(placements)
-
-
-def _imported_names(body: List[ast.stmt]) -> Tuple[FrozenSet[str], bool]:
-    """The names that the module's own statements (not its functions') bind by imports, and whether one
-    is a star import."""
-    names: Set[str] = set()
-    star = False
-    pending = list(body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                star = star or alias.name == "*"
-                names.add(alias.asname or alias.name.partition(".")[0])
-        elif isinstance(node, (ast.If, ast.Try, ast.With)):
-            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
-            pending.extend(s for h in getattr(node, "handlers", ()) for s in h.body)
-    return frozenset(names), star
 
 
 _OTHER_FILLS = frozenset({"extend", "insert", "__setitem__", "__iadd__"})
@@ -376,29 +358,10 @@ def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
             pending.extend(ast.iter_child_nodes(node))
 
 
-def _own_statements(function: FunctionNode) -> Iterator[ast.stmt]:
-    """The statements of `function`'s body, not those of functions or classes nested in it: where its
-    `return`s and `self.x = ...` assignments are (an expression holds no statement)."""
-    pending: List[ast.stmt] = list(function.body)
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for name in _STATEMENT_LISTS:
-                pending.extend(getattr(node, name, ()))
-            for handler in getattr(node, "handlers", ()):
-                pending.extend(handler.body)
-            for case in getattr(node, "cases", ()):
-                pending.extend(case.body)
-
-
-_STATEMENT_LISTS = ("body", "orelse", "finalbody")
-
-
 def _returned_values(function: FunctionNode) -> Iterator[Optional[ast.expr]]:
     """The value of each `return` (None for a bare one, and once for a generator: a `yield` that is a
     statement's value, as generators write it; one deeper in an expression is not looked for)."""
-    for node in _own_statements(function):
+    for node in own_statements(function):
         if isinstance(node, ast.Return):
             yield node.value
         value = getattr(node, "value", None)
@@ -409,7 +372,7 @@ def _returned_values(function: FunctionNode) -> Iterator[Optional[ast.expr]]:
 def _self_assignments(method: FunctionNode) -> Iterator[Tuple[str, Optional[ast.expr], int]]:
     """(attribute, value, line) for each `self.x = value` in `method`; the value is None when `x` does not get
     a value of its own (a tuple target, `for self.x in ...`). `self.x = None` is left out: not a tensor."""
-    for node in _own_statements(method):
+    for node in own_statements(method):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and is_self(target.value):
