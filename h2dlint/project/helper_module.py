@@ -3,6 +3,7 @@ importable one, and `vendor-helper` names the module it writes from the package 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from typing import Optional, Sequence
@@ -38,10 +39,17 @@ def is_first_party(module: str, config_root: Optional[str], path: Optional[str])
     found there (a folder, a `.py` file, or a package root so named) is first-party, whatever else is installed.
     The project's folders are those of `config_root`, and the package root of `path` (not the current folder:
     isort run elsewhere sees other packages as its own)."""
-    roots = [os.path.join(config_root, folder) for folder in PROJECT_SOURCE_FOLDERS] if config_root else []
-    if path is not None and os.path.isfile(path):
-        roots += [os.path.join(package_root(path), folder) for folder in PROJECT_SOURCE_FOLDERS]
-    top = module.split(".")[0]
+    folder = os.path.dirname(os.path.abspath(path)) if path is not None and os.path.isfile(path) else None
+    return _first_party_in(module.split(".")[0], config_root, folder)
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_party_in(top: str, config_root: Optional[str], folder: Optional[str]) -> bool:
+    """`is_first_party` for the files of one folder: asked once per folder, not once per file (a warm run of a
+    large tree asks it for every file)."""
+    roots = [os.path.join(config_root, part) for part in PROJECT_SOURCE_FOLDERS] if config_root else []
+    if folder is not None:
+        roots += [os.path.join(_package_root_of(folder), part) for part in PROJECT_SOURCE_FOLDERS]
     return any(_holds_top_level(os.path.abspath(root), top) for root in roots)
 
 
@@ -71,7 +79,10 @@ def module_name_for(path: str) -> str:
 def package_root(path: str) -> str:
     """The folder on the import path for the file at `path`: the first folder up that has no `__init__.py`
     (`src/` in a src layout, the project folder in a flat one)."""
-    folder = os.path.dirname(os.path.abspath(path))
+    return _package_root_of(os.path.dirname(os.path.abspath(path)))
+
+
+def _package_root_of(folder: str) -> str:
     while os.path.isfile(os.path.join(folder, "__init__.py")):
         folder = os.path.dirname(folder)
     return folder
