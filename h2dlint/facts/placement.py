@@ -30,6 +30,7 @@ from typing import Callable, Iterable, Optional, Tuple
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype
 from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.syntax import last_name
 
 _MAX_DEPTH = 8  # steps followed back from the use: names, views, attributes, returns
 
@@ -97,10 +98,38 @@ VIEW_METHODS = frozenset(
 SAME_PLACE_METHODS = frozenset(
     "long int float half bfloat16 bool double short byte char contiguous clone reshape flatten repeat flip roll "
     "cumsum cumprod sum prod mean max min amax amin abs neg add sub mul div remainder index_select gather "
-    "masked_fill where sort argsort topk clamp round floor ceil exp log sqrt type_as pad".split()
+    "masked_fill where sort argsort topk clamp round floor ceil exp log sqrt type_as pad "
+    # reductions, comparisons and elementwise functions: a new tensor where the input is
+    "argmax argmin any all eq ne lt le gt ge logical_and logical_or logical_not logical_xor isnan isinf isfinite "
+    "softmax log_softmax sigmoid tanh relu norm std var median diff cummax cummin minimum maximum sign square pow "
+    "rsqrt log1p expm1 trunc nonzero argwhere unique masked_select count_nonzero".split()
 )
+# torch functions whose result is where their first argument (the input) is: `torch.sum(x)`, `torch.where(m, a, b)`.
+_FOLLOW_INPUT = frozenset(
+    "torch." + name
+    for name in (
+        "sum prod mean max min amax amin argmax argmin any all abs neg where eq ne lt le gt ge logical_and logical_or "
+        "logical_not logical_xor isnan isinf isfinite isin softmax log_softmax sigmoid tanh relu cumsum cumprod "
+        "gather index_select masked_select masked_fill nonzero argwhere unique topk sort argsort clamp minimum "
+        "maximum round floor ceil exp log sqrt flip roll narrow reshape flatten squeeze unsqueeze transpose permute "
+        "diff searchsorted bucketize count_nonzero repeat_interleave remainder add sub mul div "
+        "nn.functional.softmax nn.functional.log_softmax nn.functional.pad nn.functional.one_hot"
+    ).split()
+)
+# `h2dlint.runtime`'s helpers, which fixes write in place of `torch.tensor(..., device=)`: placed as that was.
+_HELPERS = frozenset({"h2d_tensor", "h2d_as_tensor"})
 _NEW_METHODS = frozenset("new_tensor new_zeros new_ones new_full new_empty".split())
-_BINARY_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr)
+# What only a tensor gives: the methods and torch functions above (`facts.placement` follows them) and moves.
+# (`split` is left out: strings have it too.)
+TENSOR_METHODS = (VIEW_METHODS | SAME_PLACE_METHODS | _NEW_METHODS | frozenset("cpu cuda to pin_memory".split())) - {
+    "split"
+}
+TENSOR_FUNCTIONS = FACTORIES | _LIKE | _JOINS | _FOLLOW_INPUT | frozenset({"torch.from_numpy"})
+_BINARY_OPERATORS = (
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult
+)
+# Comparisons that compute a tensor of the operands' placement (`is`, `in` give a Python bool).
+_TENSOR_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 
 def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Placement:
@@ -152,6 +181,8 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
         return placement_of(expr.elt, scope, depth + 1)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, _BINARY_OPERATORS):
         return _arithmetic((expr.left, expr.right), scope, depth)
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], _TENSOR_COMPARISONS):
+        return _arithmetic((expr.left, expr.comparators[0]), scope, depth)
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.Invert)):
         return placement_of(expr.operand, scope, depth + 1).unpinned()
     return UNKNOWN
@@ -167,9 +198,14 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
 
 
 def _arithmetic(operands: Tuple[ast.expr, ...], scope: PlacementScope, depth: int) -> Placement:
-    """`a + 1`, `a * b`: where the tensor operands agree, numbers aside."""
-    tensors = [o for o in operands if not _is_number(o)]
-    return agree_all(placement_of(o, scope, depth + 1) for o in tensors).unpinned()
+    """`a + 1`, `a * b`, `a > b`: where the tensor operands agree, numbers aside. A device operand with the
+    others unknown is on the device too: an unknown operand is a number, a 0-dim tensor or a device tensor (any
+    other host tensor raises); a host operand with others unknown is unknown (they may be on the device)."""
+    found = [placement_of(o, scope, depth + 1) for o in operands if not _is_number(o)]
+    known = [p for p in found if p.place is not Place.UNKNOWN]
+    if known and len(known) < len(found) and all(p.place is Place.DEVICE for p in known):
+        return known[0]
+    return agree_all(found).unpinned()
 
 
 def _is_number(expr: ast.expr) -> bool:
@@ -182,6 +218,8 @@ def _call(call: ast.Call, scope: PlacementScope, depth: int) -> Placement:
     qualified = scope.names.qualify(call.func)
     if qualified is not None:
         return _torch_call(call, qualified, scope, depth)
+    if last_name(call.func) in _HELPERS:
+        return _placed_by_device(call, scope) or UNKNOWN
     if isinstance(call.func, ast.Attribute):
         found = _method(call, call.func.attr, scope, depth)
         if found is not None:
@@ -199,6 +237,9 @@ def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: in
         return _placed_by_device(call, scope) or (
             placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
         )
+    if qualified in _FOLLOW_INPUT:
+        first = next(iter(positional_args(call)), None) or keyword_value(call, "input")
+        return placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
     if qualified in _JOINS:
         out = keyword_value(call, "out")
         if out is not None:  # written into `out`, wherever that lives
@@ -216,7 +257,9 @@ def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) 
         return UNKNOWN  # `**kwargs` may carry a device
     if qualified in _DATA:
         data = next(iter(positional_args(call)), None) or keyword_value(call, "data")
-        if data is not None and placement_of(data, scope, depth + 1).place is Place.DEVICE:
+        # Only a tensor as a whole gives its device: the elements of a list are read as numbers (`.item()`).
+        tensor_data = data is not None and not isinstance(data, (ast.List, ast.Tuple, ast.ListComp))
+        if tensor_data and placement_of(data, scope, depth + 1).place is Place.DEVICE:  # type: ignore[arg-type]
             return Placement(Place.DEVICE, f"is built from a device tensor by `{qualified}(...)` at line {call.lineno}")
     where = scope.device_context(call)
     if where is not None:

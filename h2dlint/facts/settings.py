@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
+from h2dlint.facts.allowed_syncs import DEFAULT_SYNC_ALLOWED_CONTEXTS
 from h2dlint.facts.heuristics import (
     COLD_NAMES,
     HOT_NAMES,
@@ -62,6 +63,9 @@ class Settings:
     # Globs over a tensor as written, or its last name, naming tensors known to live on the host, in addition to
     # the `placement-name-host` conventions (`*_cpu`, ...).
     host_tensors: Tuple[str, ...] = ()
+    # Context managers (names or dotted attributes, as `with <name>(...):` calls them) whose blocks keep their
+    # device-to-host syncs on purpose: the HTD2xx rules are quiet inside (`facts.allowed_syncs`).
+    sync_allowed_contexts: Tuple[str, ...] = DEFAULT_SYNC_ALLOWED_CONTEXTS
     # Report only findings whose code runs at least this often (`facts.heat.LEVELS`): "per-step" drops the
     # per-request ones.
     min_level: str = "per-request"
