@@ -14,11 +14,11 @@ SHORT_LENGTH = 110  # with `path:row:col: CODE ` in front, a line of about 120-1
 HEADLINES = {
     "HTD101": "`torch.tensor(..., device=)`: blocking copy and stream sync",
     "HTD102": "`torch.as_tensor(..., device=)`: blocking copy and stream sync",
-    "HTD103": "`torch.tensor(x).to(device)`: blocking copy and stream sync",
+    "HTD103": "blocking `.to(device)` of a host tensor: copy and stream sync",
     "HTD104": "`non_blocking=True` from pageable memory has no effect",
     "HTD105": "`x.new_tensor(data)` on an accelerator: blocking copy and stream sync",
     "HTD106": "host-to-device copy under CUDA-graph capture",
-    "HTD107": "`buf.copy_(torch.tensor(x))` from pageable memory: blocking copy",
+    "HTD107": "`buf.copy_(host_tensor)` into a device buffer: blocking copy",
     "HTD201": "`.item()`/`.tolist()`/`int(t)` of a device tensor: device-to-host sync",
     "HTD202": "boolean-mask indexing on the device: device-to-host sync",
     "HTD203": "data-dependent output size on the device: device-to-host sync",

@@ -353,9 +353,9 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
 PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     Heuristic(
         "placement-name-host", Effect.PLACEMENT, Group.CONVENTION,
-        "engines name host tensors and host mirrors `*_cpu`, `*_host`, `*_np`, `cpu_*`, and a buffer pair's host "
-        "half `.cpu`/`.np`",
-        ("*_cpu", "*_host", "*_np", "cpu_*", "host_*", "cpu", "np"),
+        "engines name host tensors and host mirrors `*_cpu` (`seq_lens_cpu_int`), `*_host`, `*_np`, `cpu_*`, and a "
+        "buffer pair's host half `.cpu`/`.np`",
+        ("*_cpu", "*_cpu_*", "*_host", "*_np", "cpu_*", "host_*", "cpu", "np"),
     ),
     Heuristic(
         "placement-name-device", Effect.PLACEMENT, Group.CONVENTION,

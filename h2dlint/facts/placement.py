@@ -32,7 +32,7 @@ from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dty
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import last_name
 
-_MAX_DEPTH = 8  # steps followed back from the use: names, views, attributes, returns
+_MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
 
 
 class Place(str, enum.Enum):
@@ -75,6 +75,7 @@ class PlacementScope:
     attribute: Callable[[str, int], Placement] = lambda name, depth: UNKNOWN  # `self.<name>` in this class
     returned: Callable[[ast.Call, int], Placement] = lambda call, depth: UNKNOWN  # what a call of ours returns
     convention: Callable[[ast.expr], Placement] = lambda expr: UNKNOWN  # what the names say
+    appended: Callable[[str], Tuple[ast.expr, ...]] = lambda name: ()  # `name.append(x)` in this function: each x
 
 # Factories that build a new tensor on the device given by `device=` (or the context), else on the host.
 FACTORIES = frozenset(
@@ -153,13 +154,18 @@ def agree(first: Placement, second: Placement) -> Placement:
 
 
 def agree_all(placements: Iterable[Placement]) -> Placement:
-    """Known and the same side for every one, or UNKNOWN (an empty sequence is UNKNOWN too)."""
+    """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
+    for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
+    unknown: one may be pinned."""
     result: Optional[Placement] = None
     for placement in placements:
         if placement.place is Place.UNKNOWN:
             return UNKNOWN
-        result = placement if result is None else agree(result, placement)
-        if result.place is Place.UNKNOWN:
+        if result is None or result.place is placement.place:
+            result = result or placement
+        elif result.place.on_host and placement.place.on_host:
+            result = replace(result, place=Place.HOST)
+        else:
             return UNKNOWN
     return result if result is not None else UNKNOWN
 
@@ -193,8 +199,20 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
     if value is None:
         target = scope.names.augmented_target(use)  # `x += y` keeps `x` where it was
         return placement_of(target, scope, depth + 1) if target is not None else UNKNOWN
+    if _is_empty_list(value):  # `ids = []` then `ids.append(x)`: where every item lives
+        items = scope.appended(use.id)
+        found = agree_all(placement_of(item, scope, depth + 1) for item in items) if items else UNKNOWN
+        return found.via(f"line {value.lineno}: `{use.id} = []`, filled by `{use.id}.append(...)`")
     found = placement_of(value, scope, depth + 1)
     return found.via(f"line {value.lineno}: `{use.id} = {_short(value)}`")
+
+
+def _is_empty_list(value: ast.expr) -> bool:
+    if isinstance(value, ast.List):
+        return not value.elts
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list" and not (
+        value.args or value.keywords
+    )
 
 
 def _arithmetic(operands: Tuple[ast.expr, ...], scope: PlacementScope, depth: int) -> Placement:
@@ -250,6 +268,8 @@ def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: in
 
 
 def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) -> Placement:
+    if _is_empty(call, qualified):
+        return UNKNOWN  # `torch.zeros(0)`, `torch.tensor([])`: nothing is ever copied, wherever it lives
     placed = _placed_by_device(call, scope)
     if placed is not None:
         return placed
@@ -267,6 +287,22 @@ def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) 
     if _pins(call):
         return _built(call, Place.PINNED, f"is built in pinned memory by `{qualified}(..., pin_memory=True)`")
     return _built(call, Place.PAGEABLE, f"is built on the host by `{qualified}(...)`")
+
+
+def _is_empty(call: ast.Call, qualified: str) -> bool:
+    """A factory whose size (or data) is a literal 0 or empty: `torch.empty(0)`, `torch.zeros((0,))`, `torch.tensor([])`."""
+    first = next(iter(positional_args(call)), None)
+    if qualified in _DATA:
+        return isinstance(first, (ast.List, ast.Tuple)) and not first.elts
+    if qualified in ("torch.arange", "torch.range"):
+        return len(positional_args(call)) == 1 and _is_zero(first)
+    if isinstance(first, (ast.Tuple, ast.List)):
+        return any(_is_zero(item) for item in first.elts)
+    return first is not None and _is_zero(first)
+
+
+def _is_zero(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)
 
 
 def _pins(call: ast.Call) -> bool:

@@ -47,6 +47,7 @@ class ModulePlacements:
         self._in_progress: Set[Tuple[str, str]] = set()
         self._known_names: Dict[int, FrozenSet[str]] = {}
         self._blocks: Dict[int, List[Tuple[int, int, str]]] = {}
+        self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
         self._default_device = default_device(module, NameResolver.of(module_scope))
 
     def scope(self, names: NameResolver, class_name: Optional[str], function: Optional[FunctionNode]) -> PlacementScope:
@@ -57,6 +58,7 @@ class ModulePlacements:
             attribute=lambda name, depth: self.attribute(class_name, name, depth),
             returned=lambda call, depth: self.returned(call, class_name, depth),
             convention=lambda expr: self._conventions.placement(expr, lambda: self._names_in(class_name, function)),
+            appended=lambda name: self._appended(function).get(name, ()),
         )
 
     def host_mirror(
@@ -160,6 +162,26 @@ class ModulePlacements:
             yield name
             pending.extend(b.id for b in self._classes[name].bases if isinstance(b, ast.Name))
 
+    # --- lists filled by `append` -------------------------------------------------------------------------------
+
+    def _appended(self, function: Optional[FunctionNode]) -> Dict[str, Tuple[ast.expr, ...]]:
+        """Local name -> the items `name.append(item)` adds to it in `function`. A list also filled otherwise
+        (`extend`, `insert`, `+=`, item assignment) is left out: its items are not all known."""
+        key = id(function)
+        if key not in self._lists:
+            items: Dict[str, List[ast.expr]] = {}
+            other: Set[str] = set()
+            for node in _own_nodes(function) if function is not None else ():
+                filled = _list_fill(node)
+                if filled is not None:
+                    name, item = filled
+                    if item is None:
+                        other.add(name)
+                    else:
+                        items.setdefault(name, []).append(item)
+            self._lists[key] = {name: tuple(found) for name, found in items.items() if name not in other}
+        return self._lists[key]
+
     # --- device contexts ------------------------------------------------------------------------------------
 
     def _device_context(self, function: Optional[FunctionNode], node: ast.AST, names: NameResolver) -> Optional[str]:
@@ -218,6 +240,27 @@ class ModulePlacements:
                 used.update(self._assignments_of(class_name))  # type: ignore[arg-type]
             self._known_names[key] = frozenset(used)
         return self._known_names[key]
+
+
+_OTHER_FILLS = frozenset({"extend", "insert", "__setitem__", "__iadd__"})
+
+
+def _list_fill(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
+    """(name, item) for `name.append(item)`; (name, None) for another way of filling a local list."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        method = node.func.attr
+        if method == "append" and len(node.args) == 1 and not node.keywords:
+            return node.func.value.id, node.args[0]
+        if method in _OTHER_FILLS:
+            return node.func.value.id, None
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return node.target.id, None
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                return target.value.id, None
+    return None
 
 
 def _method(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:

@@ -22,6 +22,10 @@ class AsTensorWithDevice(Rule):
     what_it_does = """
         Checks for `torch.as_tensor(data, device=...)` with an accelerator device in code that runs per step
         or per request.
+
+        It also checks `torch.as_tensor(data)` without `device=` inside a `with torch.device(<accelerator>):` block
+        (or `with x.device:`), or in a module that calls `torch.set_default_device(<accelerator>)` at the top
+        level: there the device comes from the context, and the copy is the same. Those are report-only.
         """
     why_bad = """
         When `data` is host data (a list, a NumPy array, a CPU tensor), `torch.as_tensor` copies it to the

@@ -10,7 +10,14 @@ from h2dlint.facts.placement import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.context_device import copies_to_a_host_tensors_device
-from h2dlint.rules.docs import COPY_FIX_SAFETY, KNOWN_DRAIN_LIMITS, KNOWN_HEAT_LIMITS
+from h2dlint.rules.docs import (
+    COPY_FIX_SAFETY,
+    FIX_BUILT_ELSEWHERE,
+    KNOWN_DRAIN_LIMITS,
+    KNOWN_HEAT_LIMITS,
+    KNOWN_PLACEMENT_LIMITS,
+    PLACEMENT_SOURCES,
+)
 from h2dlint.rules.rewrites import BUILT_ELSEWHERE, copy_rewrite
 
 PINNED_REMEDY = "Pass `non_blocking=True`: the source is already pinned"
@@ -19,7 +26,7 @@ PINNED_REMEDY = "Pass `non_blocking=True`: the source is already pinned"
 class BlockingHostCopy(Rule):
     code = "HTD103"
     name = "blocking-copy-of-host-tensor"
-    summary = "`torch.tensor(x).to(device)` in hot code: a blocking copy and a stream sync on every call."
+    summary = "A blocking `.to(device)` or `.cuda()` of a host tensor in hot code: a copy and a stream sync every call."
     triggers = ((".to", ".cuda"),)
 
     what_it_does = """
@@ -29,7 +36,11 @@ class BlockingHostCopy(Rule):
         `.to(device=..., dtype=...)`, host-preserving methods in between (`torch.tensor(x).long().cuda()`) and
         a local variable holding such a tensor: assigned once, or rebound (`x = torch.tensor(d)` then
         `x = x.to(dev)`), where the assignment just before the copy is the one that counts.
-        """
+
+        It also checks blocking copies of any tensor known to be on the host, wherever it was built:
+        `torch.zeros(n)` or `torch.arange(n)` without a device, the result of `.cpu()`, `self.lens_cpu` built
+        in `__init__`, the return value of a function that builds one, `batch.seq_lens_cpu`.
+        """ + PLACEMENT_SOURCES
     why_bad = """
         A blocking host-to-device copy is a `cudaMemcpyAsync` followed by `cudaStreamSynchronize`: the host
         waits for all work already queued on the stream, such as the previous forward pass, on every call.
@@ -63,13 +74,11 @@ class BlockingHostCopy(Rule):
         `non_blocking=True`" and no fix: that would remove the stream drain the blocking copy makes, which the code
         may depend on.
         """,
+        FIX_BUILT_ELSEWHERE,
     )
     known_problems = (
         KNOWN_HEAT_LIMITS,
-        """
-        Only a tensor built in the same function is recognised as host-built: one passed in as a parameter or kept in
-        an attribute is not, so those copies are missed.
-        """,
+        KNOWN_PLACEMENT_LIMITS,
         KNOWN_DRAIN_LIMITS,
     )
     options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
@@ -180,6 +189,14 @@ class BlockingHostCopy(Rule):
                 lens_cpu = t.cuda()  # the name says host, the value says device: unknown
                 host = torch.arange(n)
                 return lens_cpu.to("cuda"), host.to(host.device)
+            """),
+        # `.to(t)` and `.to(t.device)` with `t` on the host stay on the host.
+        Valid("""
+            import torch
+
+            def forward(lens_cpu):
+                host = torch.arange(4)
+                return host.to(lens_cpu), host.to(lens_cpu.device)
             """),
     )
     INVALID = (

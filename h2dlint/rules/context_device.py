@@ -35,8 +35,8 @@ def built_in_device_context(call: ast.Call, qualified: str, context: Context) ->
 
 
 def copies_to_a_host_tensors_device(call: ast.Call, context: Context) -> bool:
-    """`.to(x.device)` (or `device=x.device`) where `x` is known to be on the host: the copy stays on the host."""
+    """`.to(x.device)`, `device=x.device` or `.to(x)` where `x` is known to be on the host: the copy stays there."""
     device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
-    if not isinstance(device, ast.Attribute) or device.attr != "device":
-        return False
-    return context.placement(device.value).place.on_host
+    if isinstance(device, ast.Attribute) and device.attr == "device":
+        return context.placement(device.value).place.on_host
+    return isinstance(device, (ast.Name, ast.Attribute, ast.Subscript)) and context.placement(device).place.on_host

@@ -10,13 +10,13 @@ from h2dlint.facts.constructs import host_built_tensor, on_accelerator
 from h2dlint.facts.placement import Place, Placement, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
-from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS, KNOWN_PLACEMENT_LIMITS, PLACEMENT_SOURCES
 
 
 class CopyIntoDeviceBuffer(Rule):
     code = "HTD107"
     name = "copy-into-device-buffer-from-pageable"
-    summary = "`buf.copy_(torch.tensor(x))` into a device buffer in hot code: a blocking copy and a stream sync."
+    summary = "`buf.copy_(host_tensor)` into a device buffer in hot code: a blocking copy and a stream sync."
     triggers = (("copy_",),)
 
     what_it_does = """
@@ -35,10 +35,16 @@ class CopyIntoDeviceBuffer(Rule):
           `self.x` is a list or dict (`self.x = []`) filled only with such tensors or views of them
           (`self.x.append(self.buf[:n])`);
         - `buf` or the tensor it slices, as written (`self.input_ids`), matches a pattern in the
-          `accelerator-tensors` setting of `[tool.h2dlint]`.
+          `accelerator-tensors` setting of `[tool.h2dlint]`;
+        - the placement analysis knows `buf` is on the device, as below.
+
+        The source may also be any tensor the placement analysis knows is on the host (`self.lens_cpu` built
+        in `__init__`, the result of `.cpu()`): a blocking copy from it is reported, and a
+        `non_blocking=True` one when it is known to be in pageable memory. A copy into a host buffer
+        (`self.lens_cpu[:n].copy_(...)`) is host-to-host and never reported.
 
         Report only: there is no automatic fix.
-        """
+        """ + PLACEMENT_SOURCES
     why_bad = """
         Copying into a preallocated device buffer is the right way to feed a CUDA graph or a persistent
         kernel, but from a pageable source it does not avoid the stall it is meant to avoid. Without
@@ -73,11 +79,7 @@ class CopyIntoDeviceBuffer(Rule):
         """
     known_problems = (
         KNOWN_HEAT_LIMITS,
-        """
-        Only buffers whose placement is visible (a local or attribute built with an accelerator `device=`, or matching
-        `accelerator-tensors`) are checked, so copies into buffers passed in from elsewhere are missed. Only sources
-        built in the same function are recognised as pageable.
-        """,
+        KNOWN_PLACEMENT_LIMITS,
     )
     options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
     references = ("cuda-sync", "pin-memory", "sync-debug-mode", "hotness")

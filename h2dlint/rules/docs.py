@@ -96,6 +96,35 @@ COPY_FIX_SAFETY = """
     """
 
 # Known problems shared by the rules that rest on the hot/cold model, and by those whose fix removes a drain.
+# How the rules that read placement know where a tensor lives (`facts.placement`), for their "What it does".
+PLACEMENT_SOURCES = """
+        Where a tensor lives is followed back from the copy through what the file shows: constructors and
+        factories (`device=`, `pin_memory=True`, a `with torch.device(...)` block, `torch.set_default_device`),
+        `.cpu()`, `.cuda()`, `.to(...)`, `.pin_memory()`, views and placement-preserving methods (`view`,
+        slicing, `.long()`, `.contiguous()`, arithmetic with numbers), `torch.cat`/`stack` of tensors that agree,
+        local names (tuple unpacking and `+=` included), `self.x` through every assignment in the class's
+        methods, and the return values of the module's functions and methods. Names are evidence too:
+        `*_cpu`, `*_host`, `*_np`, `cpu_*` and a buffer pair's `.cpu`/`.np` are on the host (memory unknown),
+        `*_gpu`, `*_cuda` and `.gpu` on the device, and a tensor whose `<name>_cpu` sibling is in sight is the
+        device copy (`placement-*` heuristics; `host-tensors` and `accelerator-tensors` add globs). Evidence
+        that conflicts, or none, is unknown, and unknown is never reported.
+        """
+
+# Why copies of host tensors built elsewhere have no fix, for "Fix safety".
+FIX_BUILT_ELSEWHERE = """
+        A copy of a host tensor built elsewhere (in another statement, an attribute, a return value, or known
+        only by its name) is report-only: the fix would have to change where the tensor is built, and that code
+        may have other readers.
+        """
+
+# What placement cannot see, for "Known problems".
+KNOWN_PLACEMENT_LIMITS = """
+        Placement is known only from this file: a tensor passed in as a parameter, a dataclass field, or an
+        attribute or return value defined in another module is unknown unless a name convention or the
+        `host-tensors` / `accelerator-tensors` settings say where it lives, so such copies are missed.
+        Placement decided by configuration (a `device` option that may be the CPU) is not seen either.
+        """
+
 KNOWN_HEAT_LIMITS = """
     Hot and cold are guessed from loops, names and calls (see References); a per-step function reached only
     through calls the analysis cannot follow (callbacks, registries, dynamic dispatch) is missed unless named in

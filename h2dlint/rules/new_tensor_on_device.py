@@ -10,7 +10,7 @@ from h2dlint.facts.constructs import is_host_device, on_accelerator
 from h2dlint.facts.placement import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
-from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS, KNOWN_PLACEMENT_LIMITS, PLACEMENT_SOURCES
 
 
 PROBLEM = (
@@ -36,9 +36,12 @@ class NewTensorOnDevice(Rule):
           `.cuda()` / `.to(<device>)`;
         - `x` is `self.y` in a method, and every assignment of `self.y` in the class's methods is such a
           construct (`self.y = torch.zeros(n, device=device)` in `__init__`);
-        - `x`, as written (`input_ids`, `self.seq_lens`), matches a pattern in the `accelerator-tensors`
-          setting of `[tool.h2dlint]` (fnmatch globs; `["*"]` treats every receiver as on the device).
-        """
+        - `x`, as written (`input_ids`, `self.seq_lens`) or by its last name, matches a pattern in the
+          `accelerator-tensors` setting of `[tool.h2dlint]` (fnmatch globs; `["*"]` treats every receiver as on
+          the device);
+        - the placement analysis knows `x` is on the device, as below: `ids_gpu`, `batch.seq_lens` when
+          `batch.seq_lens_cpu` is in sight, the return value of a function that moves it there.
+        """ + PLACEMENT_SOURCES
     why_bad = """
         `x.new_tensor(data)` with `x` on CUDA builds `data` in pageable host memory and copies it with a
         blocking copy followed by `cudaStreamSynchronize`, exactly as `torch.tensor(data, device=x.device)`
@@ -65,10 +68,9 @@ class NewTensorOnDevice(Rule):
         """
     known_problems = (
         KNOWN_HEAT_LIMITS,
+        KNOWN_PLACEMENT_LIMITS,
         """
-        Most receivers are of unknown placement (parameters, dataclass fields, helper return values), so the rule
-        misses most `new_tensor` calls unless `accelerator-tensors` names them; `["*"]` reports every receiver,
-        including tensors that are on the CPU.
+        `accelerator-tensors = ["*"]` reports every receiver, including tensors that are on the CPU.
         """,
     )
     options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")

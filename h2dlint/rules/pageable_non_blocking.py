@@ -10,14 +10,20 @@ from h2dlint.facts.placement import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.context_device import copies_to_a_host_tensors_device
-from h2dlint.rules.docs import COPY_FIX_SAFETY, KNOWN_HEAT_LIMITS
+from h2dlint.rules.docs import (
+    COPY_FIX_SAFETY,
+    FIX_BUILT_ELSEWHERE,
+    KNOWN_HEAT_LIMITS,
+    KNOWN_PLACEMENT_LIMITS,
+    PLACEMENT_SOURCES,
+)
 from h2dlint.rules.rewrites import BUILT_ELSEWHERE, copy_rewrite
 
 
 class PageableNonBlocking(Rule):
     code = "HTD104"
     name = "pageable-non-blocking-copy"
-    summary = "`.to(device, non_blocking=True)` on a fresh pageable tensor: `non_blocking` has no effect."
+    summary = "`.to(device, non_blocking=True)` of a tensor in pageable memory: `non_blocking` has no effect."
     # `True` covers the positional form `.to(dev, dtype, True)`.
     triggers = (("non_blocking", "True"),)
 
@@ -25,7 +31,13 @@ class PageableNonBlocking(Rule):
         Checks for `.to(<device>, non_blocking=True)` or `.cuda(non_blocking=True)` applied to a tensor just
         built in pageable host memory, such as `torch.tensor(x, dtype=...)` or `torch.from_numpy(a)` without
         `pin_memory=True`, in code that runs per step or per request.
-        """
+
+        It also checks such copies of any tensor known to be in pageable memory, wherever it was built
+        (`torch.zeros(n)` without a device, `self.positions` built so in `__init__`, the result of `.cpu()` of
+        a device tensor). A tensor known to be on the host only by its name (`seq_lens_cpu`) is not reported:
+        engines often keep such mirrors pinned. Neither is the output of `.to("cpu", non_blocking=True)` from
+        a device tensor, which PyTorch allocates pinned.
+        """ + PLACEMENT_SOURCES
     why_bad = """
         `non_blocking` only makes a host-to-device copy asynchronous when the source is pinned. From pageable
         memory the driver stages the data and may synchronise with the stream, so the copy looks async but is
@@ -55,11 +67,15 @@ class PageableNonBlocking(Rule):
         """
 
     fix_availability = "sometimes"
-    fix_safety = COPY_FIX_SAFETY.format(
-        copy="`torch.tensor(d, dtype=x).to(dev, non_blocking=True)` or `.cuda(non_blocking=True)`"
+    fix_safety = (
+        COPY_FIX_SAFETY.format(
+            copy="`torch.tensor(d, dtype=x).to(dev, non_blocking=True)` or `.cuda(non_blocking=True)`"
+        ),
+        FIX_BUILT_ELSEWHERE,
     )
     known_problems = (
         KNOWN_HEAT_LIMITS,
+        KNOWN_PLACEMENT_LIMITS,
         """
         Whether a pageable `non_blocking` copy actually stalls depends on the driver and the copy's size: on an H200
         (torch 2.11, CUDA 13) a small one did not stall the host, so there the fix guarantees asynchrony rather than
@@ -139,6 +155,15 @@ class PageableNonBlocking(Rule):
                         batch.seq_lens_cpu.to(dev, non_blocking=True),
                         ids.to(dev, non_blocking=True),
                     )
+            """),
+        # Empty data is never copied; branches that may be pinned leave the memory unknown.
+        Valid("""
+            import torch
+
+            def forward(dev, flag, staged_cpu):
+                empty = torch.zeros(0, dtype=torch.int64)
+                either = staged_cpu if flag else torch.zeros(3)
+                return empty.to(dev, non_blocking=True), either.to(dev, non_blocking=True)
             """),
     )
     INVALID = (

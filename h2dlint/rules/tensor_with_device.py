@@ -23,6 +23,10 @@ class TensorWithDevice(Rule):
         Checks for `torch.tensor(data, device=...)` with an accelerator device in code that runs per step or
         per request: inside a loop or comprehension, in a per-step entry point such as `forward` or
         `prepare_for_decode`, or in a function such code calls.
+
+        It also checks `torch.tensor(data)` without `device=` inside a `with torch.device(<accelerator>):` block
+        (or `with x.device:`), or in a module that calls `torch.set_default_device(<accelerator>)` at the top
+        level: there the device comes from the context, and the copy is the same. Those are report-only.
         """
     why_bad = """
         `torch.tensor` builds the data in pageable host memory, then copies it to the device with a blocking
