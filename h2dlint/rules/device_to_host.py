@@ -46,10 +46,10 @@ def device_operand(expr: Optional[ast.expr], context: Context, may_be_number: bo
     device tensors): `expr` must be a tensor by construction as well (`tensor_by_construction`)."""
     if expr is None or context.sync_allowed:
         return None
+    if may_be_number and not tensor_by_construction(expr, context.names, 0):
+        return None  # checked first: it reads the syntax only, and most `if` tests and bounds fail it
     placed = context.placement(expr)
     if placed.place is not Place.DEVICE or in_kernel(context):
-        return None
-    if may_be_number and not tensor_by_construction(expr, context.names, 0):
         return None
     return DeviceOperand(expr, placed, context.host_mirror(expr))
 
