@@ -13,9 +13,7 @@ import ast
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.placement import (
-    SAME_PLACE_METHODS,
     UNKNOWN,
-    VIEW_METHODS,
     Placement,
     PlacementScope,
     agree_all,
@@ -26,6 +24,7 @@ from h2dlint.facts.placement import (
 from h2dlint.facts.placement_conventions import Conventions, mirror_of
 from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings
 from h2dlint.facts.syntax import is_none, is_self, last_name
+from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _MIRROR_STEPS = 6  # views, methods and names followed back to the tensor whose mirror is sought

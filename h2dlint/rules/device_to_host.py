@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from h2dlint.facts.arguments import keyword_value, positional_args
-from h2dlint.facts.placement import TENSOR_FUNCTIONS, TENSOR_METHODS, Place, Placement, clause, explanation
+from h2dlint.facts.placement import Place, Placement, clause, explanation
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import dotted_name
+from h2dlint.facts.tensor_ops import TENSOR_FUNCTIONS, TENSOR_METHODS
 from h2dlint.rules.base import Match, Rule
 from h2dlint.rules.context import Context
 from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
