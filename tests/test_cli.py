@@ -198,7 +198,10 @@ def test_rule_without_code_lists_rules(run_cli):
     assert code == 0
     listed = [line.split()[0] for line in out.splitlines()]
     # HTD301 comes from a traced run's records, not from source, but it is a code findings carry.
-    assert listed == ["HTD101", "HTD102", "HTD103", "HTD104", "HTD105", "HTD106", "HTD107", "HTD301"]
+    assert listed == [
+        "HTD101", "HTD102", "HTD103", "HTD104", "HTD105", "HTD106", "HTD107",
+        "HTD201", "HTD202", "HTD203", "HTD204", "HTD205", "HTD206", "HTD301",
+    ]
     # The summaries start in one column, however long a rule's name.
     summaries = {line.index(rule.summary) for line, rule in zip(out.splitlines(), ALL_RULES + OBSERVED_RULES)}
     assert len(summaries) == 1

@@ -141,7 +141,9 @@ class _Collector(Walk):
         if len(node.targets) == 1:
             self._record_attribute_type(node.targets[0], self._value_type(node.value))
             record_table(self.summary.tables, node.targets[0], node.value)
+        self.context.assigning, self.context.assigned = node.targets, node.value
         self._visit_all(child_nodes(node))
+        self.context.assigning, self.context.assigned = (), None
 
     def _visit_annotated_assign(self, node: ast.AnnAssign) -> None:
         written = written_type(node.annotation)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from typing import AbstractSet, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
 
+from h2dlint.facts.allowed_syncs import sync_allowed_region
 from h2dlint.facts.constructs import accelerator_attributes
 from h2dlint.facts.guards import cached_build_guard, is_once_flag_guard, lazy_build_return, once_flags, tested_value
 from h2dlint.facts.iteration import is_fixed_iteration
@@ -240,7 +241,9 @@ class Walk:
     def _visit_with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
         self._visit_all(node.items)
         devices = [d for d in (device_context(i.context_expr, self._names) for i in node.items) if d is not None]
+        allowed = self._sync_allowed_regions(node)
         self.context.device_contexts.extend(devices)
+        self.context.sync_allowed.extend(allowed)
         if not any(is_graph_capture(item.context_expr, self._names) for item in node.items):
             self._visit_all(node.body)
         else:
@@ -248,6 +251,12 @@ class Walk:
             self._visit_all(node.body)
             self._captures.pop()
         del self.context.device_contexts[len(self.context.device_contexts) - len(devices) :]
+        del self.context.sync_allowed[len(self.context.sync_allowed) - len(allowed) :]
+
+    def _sync_allowed_regions(self, node: Union[ast.With, ast.AsyncWith]) -> List[str]:
+        allowed = self._settings.sync_allowed_contexts
+        found = (sync_allowed_region(item.context_expr, allowed) for item in node.items)
+        return [why for why in found if why is not None]
 
     # --- one-time cached builds: `if self._x is None:` / `if not hasattr(self, "_x"):` ---------------------------
 
@@ -291,6 +300,13 @@ class Walk:
         self._check(NodeKind.TEST, node.test)
         self._visit_all(child_nodes(node))
 
+    def _visit_augmented_assignment(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Subscript):
+            self.context.augmented_target = node.target
+        self._visit(node.target)
+        self._visit(node.value)
+        self.context.augmented_target = None
+
     def _visit_subscript(self, node: ast.Subscript) -> None:
         kind = NodeKind.SUBSCRIPT if isinstance(node.ctx, ast.Load) else NodeKind.SUBSCRIPT_TARGET
         if kind in self._kinds:
@@ -318,6 +334,7 @@ def _handlers_for(handlers: Dict[type, Handler], kinds: AbstractSet[NodeKind]) -
         extra[ast.Assert] = Walk._visit_assert  # type: ignore[assignment]
     if NodeKind.SUBSCRIPT in kinds or NodeKind.SUBSCRIPT_TARGET in kinds:
         extra[ast.Subscript] = Walk._visit_subscript  # type: ignore[assignment]
+        extra[ast.AugAssign] = Walk._visit_augmented_assignment  # type: ignore[assignment]
     return {**handlers, **extra} if extra else handlers
 
 

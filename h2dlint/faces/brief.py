@@ -19,6 +19,12 @@ HEADLINES = {
     "HTD105": "`x.new_tensor(data)` on an accelerator: blocking copy and stream sync",
     "HTD106": "host-to-device copy under CUDA-graph capture",
     "HTD107": "`buf.copy_(host_tensor)` into a device buffer: blocking copy",
+    "HTD201": "`.item()`/`.tolist()`/`int(t)` of a device tensor: device-to-host sync",
+    "HTD202": "boolean-mask indexing on the device: device-to-host sync",
+    "HTD203": "data-dependent output size on the device: device-to-host sync",
+    "HTD204": "device tensor as a Python condition: device-to-host sync",
+    "HTD205": "`.cpu()`/`.to(\"cpu\")` of a device tensor: blocking copy and sync",
+    "HTD206": "`torch.tensor([...])` of device tensors: device-to-host sync",
 }
 
 

@@ -64,8 +64,14 @@ def is_host_device(expr: ast.expr, names: NameResolver) -> bool:
     return kind == "" or kind in HOST_DEVICE_TYPES
 
 
+# Dtype names that name nothing else, as attributes of any module: `tl.int64`, `np.float32` in `.to(tl.int64)`.
+_SIZED_DTYPE_NAMES = frozenset(d.split(".")[1] for d in TORCH_DTYPES if any(c.isdigit() for c in d))
+
+
 def looks_like_dtype(expr: ast.expr, names: NameResolver) -> bool:
     if names.qualify(expr) in TORCH_DTYPES:
+        return True
+    if isinstance(expr, ast.Attribute) and expr.attr in _SIZED_DTYPE_NAMES:
         return True
     if isinstance(expr, ast.Attribute):
         last = expr.attr

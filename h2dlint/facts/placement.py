@@ -31,6 +31,30 @@ from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import PlacementQuery
+from h2dlint.facts.syntax import last_name
+from h2dlint.facts.tensor_ops import (
+    DATA_BUILDERS as _DATA,
+)
+from h2dlint.facts.tensor_ops import (
+    FACTORIES,
+    SAME_PLACE_METHODS,
+    VIEW_METHODS,
+)
+from h2dlint.facts.tensor_ops import (
+    FOLLOW_INPUT as _FOLLOW_INPUT,
+)
+from h2dlint.facts.tensor_ops import (
+    HELPERS as _HELPERS,
+)
+from h2dlint.facts.tensor_ops import (
+    JOINS as _JOINS,
+)
+from h2dlint.facts.tensor_ops import (
+    LIKE_FACTORIES as _LIKE,
+)
+from h2dlint.facts.tensor_ops import (
+    NEW_METHODS as _NEW_METHODS,
+)
 
 _MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
 
@@ -81,32 +105,11 @@ class PlacementScope:
     convention: Callable[[ast.expr], Placement] = lambda expr: UNKNOWN  # what the names say
     appended: Callable[[str], Tuple[ast.expr, ...]] = lambda name: ()  # `name.append(x)` in this function: each x
 
-# Factories that build a new tensor on the device given by `device=` (or the context), else on the host.
-FACTORIES = frozenset(
-    "torch." + name
-    for name in (
-        "tensor as_tensor asarray zeros ones full empty arange range linspace logspace eye rand randn randint "
-        "randperm empty_strided tril_indices triu_indices"
-    ).split()
+_BINARY_OPERATORS = (
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult
 )
-_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})  # placed like their data, when a tensor
-_LIKE = frozenset("torch." + n for n in "zeros_like ones_like full_like empty_like rand_like randn_like".split())
-_JOINS = frozenset("torch." + n for n in "cat concat concatenate stack hstack vstack".split())
-# Methods whose result shares the receiver's memory, so a pinned receiver gives a pinned view.
-VIEW_METHODS = frozenset(
-    "view view_as narrow expand expand_as permute transpose t squeeze unsqueeze unflatten select detach "
-    "as_strided unfold split chunk unbind movedim diagonal fill_ zero_ copy_ index_copy_ index_fill_ "
-    "masked_fill_ clamp_ add_ sub_ mul_ div_ requires_grad_ share_memory_".split()
-)
-# Methods that compute a new tensor where the receiver is (or return it unchanged): a pinned receiver may or
-# may not give a pinned result, so it gives the host without knowing which memory.
-SAME_PLACE_METHODS = frozenset(
-    "long int float half bfloat16 bool double short byte char contiguous clone reshape flatten repeat flip roll "
-    "cumsum cumprod sum prod mean max min amax amin abs neg add sub mul div remainder index_select gather "
-    "masked_fill where sort argsort topk clamp round floor ceil exp log sqrt type_as pad".split()
-)
-_NEW_METHODS = frozenset("new_tensor new_zeros new_ones new_full new_empty".split())
-_BINARY_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr)
+# Comparisons that compute a tensor of the operands' placement (`is`, `in` give a Python bool).
+_TENSOR_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 
 def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Placement:
@@ -163,6 +166,8 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
         return placement_of(expr.elt, scope, depth + 1)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, _BINARY_OPERATORS):
         return _arithmetic((expr.left, expr.right), scope, depth)
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], _TENSOR_COMPARISONS):
+        return _arithmetic((expr.left, expr.comparators[0]), scope, depth)
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.Invert)):
         return placement_of(expr.operand, scope, depth + 1).unpinned()
     return UNKNOWN
@@ -190,9 +195,14 @@ def _is_empty_list(value: ast.expr) -> bool:
 
 
 def _arithmetic(operands: Tuple[ast.expr, ...], scope: PlacementScope, depth: int) -> Placement:
-    """`a + 1`, `a * b`: where the tensor operands agree, numbers aside."""
-    tensors = [o for o in operands if not _is_number(o)]
-    return agree_all(placement_of(o, scope, depth + 1) for o in tensors).unpinned()
+    """`a + 1`, `a * b`, `a > b`: where the tensor operands agree, numbers aside. A device operand with the
+    others unknown is on the device too: an unknown operand is a number, a 0-dim tensor or a device tensor (any
+    other host tensor raises); a host operand with others unknown is unknown (they may be on the device)."""
+    found = [placement_of(o, scope, depth + 1) for o in operands if not _is_number(o)]
+    known = [p for p in found if p.place is not Place.UNKNOWN]
+    if known and len(known) < len(found) and all(p.place is Place.DEVICE for p in known):
+        return known[0]
+    return agree_all(found).unpinned()
 
 
 def _is_number(expr: ast.expr) -> bool:
@@ -205,6 +215,8 @@ def _call(call: ast.Call, scope: PlacementScope, depth: int) -> Placement:
     qualified = scope.names.qualify(call.func)
     if qualified is not None:
         return _torch_call(call, qualified, scope, depth)
+    if last_name(call.func) in _HELPERS:
+        return _placed_by_device(call, scope) or UNKNOWN
     if isinstance(call.func, ast.Attribute):
         found = _method(call, call.func.attr, scope, depth)
         if found is not None:
@@ -222,6 +234,9 @@ def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: in
         return _placed_by_device(call, scope) or (
             placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
         )
+    if qualified in _FOLLOW_INPUT:
+        first = next(iter(positional_args(call)), None) or keyword_value(call, "input")
+        return placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
     if qualified in _JOINS:
         out = keyword_value(call, "out")
         if out is not None:  # written into `out`, wherever that lives
@@ -241,7 +256,9 @@ def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) 
         return UNKNOWN  # `**kwargs` may carry a device
     if qualified in _DATA:
         data = next(iter(positional_args(call)), None) or keyword_value(call, "data")
-        if data is not None and placement_of(data, scope, depth + 1).place is Place.DEVICE:
+        # Only a tensor as a whole gives its device: the elements of a list are read as numbers (`.item()`).
+        tensor_data = data is not None and not isinstance(data, (ast.List, ast.Tuple, ast.ListComp))
+        if tensor_data and placement_of(data, scope, depth + 1).place is Place.DEVICE:  # type: ignore[arg-type]
             return Placement(Place.DEVICE, f"is built from a device tensor by `{qualified}(...)` at line {call.lineno}")
     where = scope.device_context(call)
     if where is not None:

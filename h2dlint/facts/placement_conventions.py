@@ -64,8 +64,12 @@ class Conventions:
 
     @staticmethod
     def _mirror(name: str, known_names: KnownNames) -> Optional[str]:
-        known = known_names()
-        return next((name + suffix for suffix in MIRROR_SUFFIXES if name + suffix in known), None)
+        return mirror_of(name, known_names())
+
+
+def mirror_of(name: str, known: FrozenSet[str]) -> Optional[str]:
+    """`<name>_cpu` (or `_host`) when that name is in `known`: the host mirror of the tensor `name`."""
+    return next((name + suffix for suffix in MIRROR_SUFFIXES if name + suffix in known), None)
 
 
 def _first(written: str, name: str, table: Tuple[Tuple[str, ...], str]) -> Optional[Tuple[str, str]]:

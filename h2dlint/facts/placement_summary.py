@@ -28,7 +28,7 @@ from h2dlint.facts.placement import (
     device_context,
     placement_of,
 )
-from h2dlint.facts.placement_conventions import Conventions
+from h2dlint.facts.placement_conventions import Conventions, mirror_of
 from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
     exported,
@@ -42,9 +42,11 @@ from h2dlint.facts.scopes import (
     function_bindings,
 )
 from h2dlint.facts.summary import ExportedPlacement, PlacementQuery
-from h2dlint.facts.syntax import is_none, is_self
+from h2dlint.facts.syntax import is_none, is_self, last_name
+from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_MIRROR_STEPS = 6  # views, methods and names followed back to the tensor whose mirror is sought
 Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the value (None: not its own), the line
 
 
@@ -92,6 +94,34 @@ class ModulePlacements:
             convention=lambda expr: self._conventions.placement(expr, lambda: self._names_in(class_name, function)),
             appended=lambda name: self._appended(function).get(name, ()),
         )
+
+    def host_mirror(
+        self, expr: ast.expr, names: NameResolver, class_name: Optional[str], function: Optional[FunctionNode]
+    ) -> Optional[str]:
+        """The host mirror of the tensor `expr` reads, as written (`batch.seq_lens_cpu` for `batch.seq_lens[:n]`
+        or `batch.seq_lens.max()`), when its `<name>_cpu` sibling is in sight (`_names_in`), or the host half
+        `.np`/`.cpu` of a buffer pair's `.gpu`; else None. Follows views, placement-preserving methods and the
+        local names they are bound to."""
+        for _ in range(_MIRROR_STEPS):
+            if isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif isinstance(expr, (ast.Compare, ast.BinOp)):  # `lens > 0`, `lens + 1`: the tensor on the left
+                expr = expr.left
+            elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+                if expr.func.attr not in VIEW_METHODS and expr.func.attr not in SAME_PLACE_METHODS:
+                    return None
+                expr = expr.func.value
+            elif isinstance(expr, ast.Name) and names.value_at(expr) is not None:
+                expr = names.value_at(expr)  # type: ignore[assignment]
+            else:
+                break
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return None
+        known = self._names_in(class_name, function)
+        if isinstance(expr, ast.Attribute) and expr.attr == "gpu":
+            return f"{ast.unparse(expr.value)}.{'np' if 'np' in known else 'cpu'}"
+        mirror = mirror_of(last_name(expr), known)
+        return ast.unparse(expr) + mirror[len(last_name(expr)) :] if mirror is not None else None
 
     # --- attributes -------------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
+from h2dlint.facts.allowed_syncs import DEFAULT_SYNC_ALLOWED_CONTEXTS
 from h2dlint.facts.heuristics import (
     COLD_NAMES,
     HOT_NAMES,
@@ -65,6 +66,9 @@ class Settings:
     # Globs over a tensor as written, or its last name, naming tensors known to live on the host, in addition to
     # the `placement-name-host` conventions (`*_cpu`, ...).
     host_tensors: Tuple[str, ...] = ()
+    # Context managers (names or dotted attributes, as `with <name>(...):` calls them) whose blocks keep their
+    # device-to-host syncs on purpose: the HTD2xx rules are quiet inside (`facts.allowed_syncs`).
+    sync_allowed_contexts: Tuple[str, ...] = DEFAULT_SYNC_ALLOWED_CONTEXTS
     # Report only findings whose code runs at least this often (`facts.heat.LEVELS`): "per-step" drops the
     # per-request ones.
     min_level: str = "per-request"
@@ -187,12 +191,21 @@ def _compiled(patterns: Tuple[str, ...]) -> Callable[[str], Optional["re.Match[s
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)").match
 
 
+# Rule families that are off unless `select` names them (`select = ["HTD1", "HTD2"]`, `--select HTD2`): the
+# device-to-host family, until its census recall and precision reach the goals of issue 18.
+OPT_IN_PREFIXES: Tuple[str, ...] = ("HTD2",)
+
+
 def selected_codes(all_codes: Sequence[str], select: Sequence[str], ignore: Sequence[str]) -> Tuple[str, ...]:
-    """Resolve ruff-style selectors (codes, prefixes such as `HTD1`, or `ALL`) to rule codes."""
+    """Resolve ruff-style selectors (codes, prefixes such as `HTD1`, or `ALL`) to rule codes. Without `select`,
+    every rule but the opt-in families (`OPT_IN_PREFIXES`)."""
     for selector in (*select, *ignore):
         if not _selector_codes(all_codes, selector):
             raise UsageError(f"unknown rule selector {selector!r} (known codes: {', '.join(all_codes)})")
-    chosen = [c for c in all_codes if not select or any(c in _selector_codes(all_codes, s) for s in select)]
+    if select:
+        chosen = [c for c in all_codes if any(c in _selector_codes(all_codes, s) for s in select)]
+    else:
+        chosen = [c for c in all_codes if not c.startswith(OPT_IN_PREFIXES)]
     return tuple(c for c in chosen if not any(c in _selector_codes(all_codes, s) for s in ignore))
 
 

@@ -72,6 +72,7 @@ class ProjectConfig:
     helper_module: str = Settings.helper_module
     accelerator_tensors: Tuple[str, ...] = ()
     host_tensors: Tuple[str, ...] = ()
+    sync_allowed_contexts: Tuple[str, ...] = Settings.sync_allowed_contexts
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     project_root: Optional[str] = None  # relative to `root`: the folder analysed as the project (roots.py)
     min_level: str = PER_REQUEST
@@ -189,6 +190,7 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
         **helper_settings(config.helper_module if config else Settings.helper_module, config, path),
         accelerator_tensors=config.accelerator_tensors if config else (),
         host_tensors=config.host_tensors if config else (),
+        sync_allowed_contexts=config.sync_allowed_contexts if config else Settings.sync_allowed_contexts,
         min_level=overrides.min_level or (config.min_level if config else PER_REQUEST),
         preset=overrides.preset or (config.preset if config else Settings.preset),
         replace_hot_functions=config.hot_functions if config else None,
@@ -330,6 +332,7 @@ _READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "helper-module": ("helper_module", _module_name),
     "accelerator-tensors": ("accelerator_tensors", _string_list),
     "host-tensors": ("host_tensors", _string_list),
+    "sync-allowed-contexts": ("sync_allowed_contexts", _string_list),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     "project-root": ("project_root", _folder),
     "min-level": ("min_level", _one_of(LEVELS)),

@@ -9,9 +9,15 @@ from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.blocking_host_copy import BlockingHostCopy
 from h2dlint.rules.copy_into_device_buffer import CopyIntoDeviceBuffer
 from h2dlint.rules.copy_under_capture import CopyUnderCapture
+from h2dlint.rules.data_dependent_shape import DataDependentShape
+from h2dlint.rules.device_condition import DeviceCondition
+from h2dlint.rules.device_to_host_copy import DeviceToHostCopy
+from h2dlint.rules.device_value_read import DeviceValueRead
+from h2dlint.rules.mask_indexing import MaskIndexing
 from h2dlint.rules.new_tensor_on_device import NewTensorOnDevice
 from h2dlint.rules.observed_sync import ObservedSync
 from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
+from h2dlint.rules.tensor_of_device_scalars import TensorOfDeviceScalars
 from h2dlint.rules.tensor_with_device import TensorWithDevice
 
 ALL_RULES: Tuple[Type[Rule], ...] = (
@@ -22,6 +28,12 @@ ALL_RULES: Tuple[Type[Rule], ...] = (
     NewTensorOnDevice,
     CopyUnderCapture,
     CopyIntoDeviceBuffer,
+    DeviceValueRead,
+    MaskIndexing,
+    DataDependentShape,
+    DeviceCondition,
+    DeviceToHostCopy,
+    TensorOfDeviceScalars,
 )
 # Rules that nothing in source triggers: a traced run's records report them (`check --profile`).
 OBSERVED_RULES: Tuple[Type[Rule], ...] = (ObservedSync,)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Dict, List, Optional, Set, Union
+from typing import Dict, List, Optional, Sequence, Set, Union
 
 from h2dlint.facts.constructs import stream_work_in
 from h2dlint.facts.placement import UNKNOWN, Placement, placement_of
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import MODULE, LoopRegion, PlacementQuery
+from h2dlint.facts.syntax import last_name
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -68,6 +69,16 @@ class Context:
         # The questions for the project that the placements asked since the walk last cleared this: a rule's
         # match may hang on their answers (`checker.collector` then tries each).
         self.asked: Set[PlacementQuery] = set()
+        # Why device-to-host syncs are allowed here ("inside `with gpu_sync_allowed(...):` at line 7"), innermost
+        # last: the blocks of `sync-allowed-contexts` (`facts.allowed_syncs`).
+        self.sync_allowed: List[str] = []
+        # The target of the `x[i] op= value` statement being visited, else None: a rule that reports the target
+        # need not report the same index read again in the value (`x[m] += y[m]`).
+        self.augmented_target: Optional[ast.Subscript] = None
+        # The targets of the plain assignment being visited (`seq_lens_cpu = seq_lens.cpu()`), else empty: a
+        # remedy must not name as a mirror what this very statement builds.
+        self.assigning: Sequence[ast.expr] = ()
+        self.assigned: Optional[ast.expr] = None  # and the value it assigns
 
     def placement(self, expr: ast.expr) -> Placement:
         """Where the tensor `expr` lives, here, with its evidence (`facts.placement`)."""
@@ -78,6 +89,16 @@ class Context:
         if found.pending is not None:
             self.asked.add(found.pending)
         return found
+
+    def host_mirror(self, expr: ast.expr) -> Optional[str]:
+        """The host mirror in sight of the tensor `expr` reads (`batch.seq_lens_cpu`), as written, or None."""
+        if self.placements is None:
+            return None
+        mirror = self.placements.host_mirror(expr, self.names, self._method_class(), self.function)
+        built_here = mirror is not None and any(
+            isinstance(t, (ast.Name, ast.Attribute)) and mirror.endswith(last_name(t)) for t in self.assigning
+        )
+        return None if built_here else mirror
 
     @property
     def device_context(self) -> Optional[str]:

@@ -1,0 +1,136 @@
+"""Recall and precision of the device-to-host rules (HTD2xx) on the blind D2H census (`d2h_labels.tsv`).
+
+    python benchmarks/d2h_findings.py sglang=/tmp/engines/sglang_x/sglang/srt vllm=/tmp/engines/vllm_x/vllm \
+        lmdeploy=/tmp/engines/lmdeploy_x/lmdeploy torchtitan=/tmp/engines/torchtitan_x/torchtitan \
+        aphrodite=/tmp/engines/aphrodite_engine_x/aphrodite --labels benchmarks/d2h_labels.tsv
+
+Runs h2dlint over each tree as `h2dlint check --select HTD2 TREE` does (one project, no cache) and joins its
+findings by `path:line` with the labels, which `benchmarks/d2h_scan.py` sampled and a reader labelled without
+h2dlint's verdicts. The sample is in sha1 order of `path:line`, unrelated to the rules, so over the labelled
+sites:
+- hot = labels `per-step` and `per-request` (real syncs in code that runs per step or per request);
+- recall = labelled hot sites h2dlint reports / labelled hot sites (goal: at least 60%);
+- not-hot share = reported labelled sites whose label is not hot (one-time, never-runs, not-sync) / reported
+  labelled sites (goal: at most 15%);
+and the same per rule (a site reported by several rules counts for each). Findings on unlabelled lines are
+counted but not judged. Wilson 95% intervals are given for both rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections import Counter, defaultdict
+from typing import Dict, Optional, Sequence, Set, Tuple
+
+from h2dlint.facts.settings import Settings
+from h2dlint.project.config import Overrides, config_for_path, settings_from
+from h2dlint.project.run import check_paths
+
+HOT_LABELS = frozenset({"per-step", "per-request"})
+EXCLUDES = ("test_*.py", "*_test.py", "tests/", "test/", "benchmarks/", "examples/", "example.py")
+
+Labels = Dict[Tuple[str, str], str]  # (engine, "path:line") -> label
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("engines", nargs="+", help="NAME=ROOT for each tree")
+    parser.add_argument("--labels", required=True)
+    args = parser.parse_args(argv)
+    labels = read_labels(args.labels)
+    totals: Counter = Counter()
+    for spec in args.engines:
+        name, _, root = spec.partition("=")
+        found = findings(root)
+        counts = judge(name, found, labels)
+        print_tree(name, found, counts)
+        totals.update(counts["all"])
+    print("## all trees")
+    print_rates("all rules", totals)
+    return 0
+
+
+def read_labels(path: str) -> Labels:
+    labels: Labels = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("#") or not line.strip():
+                continue
+            engine, site, label, *_ = line.rstrip("\n").split("\t")
+            labels[(engine, site)] = label
+    return labels
+
+
+def findings(root: str) -> Dict[str, Set[str]]:
+    """`path:line` -> the HTD2xx codes reported there."""
+    settings = settings_from(config_for_path(root), Overrides())
+    settings = Settings(**{**_fields(settings), "select": ("HTD2",)})
+    found: Dict[str, Set[str]] = defaultdict(set)
+    for result in check_paths([root], settings, EXCLUDES, use_cache=False):
+        for d in result.diagnostics:
+            found[f"{os.path.relpath(result.path, root)}:{d.span.row}"].add(d.code)
+    return found
+
+
+def _fields(settings: Settings) -> dict:
+    """The settings' constructor arguments (the derived fields are recomputed)."""
+    from dataclasses import fields
+
+    return {f.name: getattr(settings, f.name) for f in fields(settings) if f.init}
+
+
+def judge(engine: str, found: Dict[str, Set[str]], labels: Labels) -> Dict[str, Counter]:
+    """Per rule (and "all"): labelled, hot, hot reported, reported labelled, reported not hot."""
+    counts: Dict[str, Counter] = defaultdict(Counter)
+    for (name, site), label in labels.items():
+        if name != engine:
+            continue
+        hot = label in HOT_LABELS
+        codes = found.get(site, set())
+        for rule in ("all", *sorted(codes)):
+            if rule == "all":
+                counts[rule]["labelled"] += 1
+                counts[rule]["hot"] += hot
+            if rule == "all" and not codes:
+                continue
+            counts[rule]["hot flagged"] += hot
+            counts[rule]["flagged labelled"] += 1
+            counts[rule]["flagged not hot"] += not hot
+    return counts
+
+
+def print_tree(engine: str, found: Dict[str, Set[str]], counts: Dict[str, Counter]) -> None:
+    by_code = Counter(code for codes in found.values() for code in codes)
+    print(f"## {engine}: findings {sum(by_code.values())} on {len(found)} lines: "
+          + ", ".join(f"{c} {n}" for c, n in sorted(by_code.items())))
+    print_rates("all rules", counts["all"])
+    for rule in sorted(r for r in counts if r != "all"):
+        c = counts[rule]
+        print(f"  {rule}: flagged labelled {c['flagged labelled']}, hot {c['hot flagged']}, "
+              f"not hot {c['flagged not hot']}")
+
+
+def print_rates(title: str, c: Counter) -> None:
+    print(f"  {title}: labelled {c['labelled']}, hot {c['hot']}, flagged hot {c['hot flagged']}, "
+          f"recall {_rate(c['hot flagged'], c['hot'])}; flagged labelled {c['flagged labelled']}, "
+          f"not hot {c['flagged not hot']}, not-hot share {_rate(c['flagged not hot'], c['flagged labelled'])}")
+
+
+def _rate(part: int, whole: int) -> str:
+    if whole == 0:
+        return "n/a"
+    low, high = _wilson(part, whole)
+    return f"{100 * part / whole:.0f}% [{100 * low:.0f}-{100 * high:.0f}%]"
+
+
+def _wilson(part: int, whole: int, z: float = 1.96) -> Tuple[float, float]:
+    p = part / whole
+    centre = (p + z * z / (2 * whole)) / (1 + z * z / whole)
+    spread = z * math.sqrt(p * (1 - p) / whole + z * z / (4 * whole * whole)) / (1 + z * z / whole)
+    return max(0.0, centre - spread), min(1.0, centre + spread)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

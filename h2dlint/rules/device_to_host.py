@@ -1,0 +1,154 @@
+"""What the device-to-host rules (HTD2xx) share: finding a device operand, naming its host mirror, the message,
+and the documentation blocks they have in common.
+
+A D2H rule recognises a construct that reads a tensor's values on the host. It reports only where the placement
+analysis (`facts.placement`) knows the operand is on the device, never where it is unknown, and never inside a
+`sync-allowed-contexts` block (`facts.allowed_syncs`). Heat is decided for all rules by the project.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+from h2dlint.facts.arguments import keyword_value, positional_args
+from h2dlint.facts.placement import Place, Placement, clause, explanation
+from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.syntax import dotted_name
+from h2dlint.facts.tensor_ops import TENSOR_FUNCTIONS, TENSOR_METHODS
+from h2dlint.rules.base import Match, Rule
+from h2dlint.rules.context import Context
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
+
+_NAME_STEPS = 6  # names and subscripts followed back when asking whether a value is only named
+
+
+@dataclass(frozen=True)
+class DeviceOperand:
+    """A tensor a construct reads on the host, known to be on the device, with its host mirror when in sight."""
+
+    expr: ast.expr
+    placement: Placement
+    mirror: Optional[str]
+
+
+# Decorators of functions whose body Python never runs as written: Triton and Numba kernels compile it, and
+# there `x.to(tl.int64)`, `if mask:` and `tl.sum(x)` are kernel code, not host reads of device tensors.
+KERNEL_DECORATOR_ROOTS = frozenset({"triton", "tl", "numba", "cuda"})
+KERNEL_DECORATOR_NAMES = frozenset({"jit", "njit", "autotune", "heuristics"})
+
+
+def device_operand(expr: Optional[ast.expr], context: Context, may_be_number: bool = False) -> Optional[DeviceOperand]:
+    """`expr` as a device operand, or None: not known to be on the device, in a sync-allowed block, or in a kernel.
+
+    `may_be_number`: the construct takes Python values as well (`int(x)`, `range(n)`, `if x:`, a slice bound).
+    There the placement says where a tensor would live, not that `expr` is one (`num_gpu`, `use_cuda`, a list of
+    device tensors): `expr` must be a tensor by construction as well (`tensor_by_construction`)."""
+    if expr is None or context.sync_allowed:
+        return None
+    if may_be_number and not tensor_by_construction(expr, context.names, 0):
+        return None  # checked first: it reads the syntax only, and most `if` tests and bounds fail it
+    placed = context.placement(expr)
+    if placed.place is not Place.DEVICE or in_kernel(context):
+        return None
+    return DeviceOperand(expr, placed, context.host_mirror(expr))
+
+
+def tensor_by_construction(expr: ast.expr, names: NameResolver, steps: int) -> bool:
+    """Whether `expr` is certainly a tensor: a tensor method's or a torch function's result, arithmetic or a
+    comparison with one, a subscript of one, or a local name bound to one. A bare name or attribute is not."""
+    if steps > _NAME_STEPS:
+        return False
+    if isinstance(expr, ast.Subscript):
+        return tensor_by_construction(expr.value, names, steps + 1)
+    if isinstance(expr, ast.Name):
+        value = names.value_at(expr)
+        return value is not None and tensor_by_construction(value, names, steps + 1)
+    if isinstance(expr, (ast.BinOp, ast.Compare)):
+        operands = (expr.left, expr.right) if isinstance(expr, ast.BinOp) else (expr.left, *expr.comparators)
+        return any(tensor_by_construction(operand, names, steps + 1) for operand in operands)
+    if isinstance(expr, ast.UnaryOp):
+        return tensor_by_construction(expr.operand, names, steps + 1)
+    if isinstance(expr, ast.Call):
+        qualified = names.qualify(expr.func)
+        if qualified is not None:
+            return qualified in TENSOR_FUNCTIONS
+        return isinstance(expr.func, ast.Attribute) and expr.func.attr in TENSOR_METHODS
+    return False
+
+
+def in_kernel(context: Context) -> bool:
+    """Whether the node is in a function decorated as a Triton or Numba kernel (`KERNEL_DECORATOR_*`)."""
+    function = context.function
+    return function is not None and any(_is_kernel_decorator(d) for d in function.decorator_list)
+
+
+def _is_kernel_decorator(decorator: ast.expr) -> bool:
+    written = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+    parts = written.split(".")
+    return parts[0] in KERNEL_DECORATOR_ROOTS or (len(parts) == 1 and parts[0] in KERNEL_DECORATOR_NAMES)
+
+
+def argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
+    """The argument at `position` among the positional ones, else the `keyword` one, else None."""
+    positional = positional_args(call)
+    return positional[position] if len(positional) > position else keyword_value(call, keyword)
+
+
+def sync_match(node: ast.AST, what: str, operand: DeviceOperand, remedy: str, effect: str = "") -> Match:
+    """The finding: `what` (the construct, "`.item()` of a device tensor"), what it makes (`effect`, by default a
+    copy to the host and a stream sync), the evidence, and the remedy (the host mirror first, when in sight)."""
+    effect = effect or "copies to the host and waits for the device (a stream sync) on every call"
+    mirror = f"Use the host mirror `{operand.mirror}` instead, or " if operand.mirror else ""
+    return Match(
+        node=node,
+        problem=f"{what} {effect} ({clause(operand.expr, operand.placement)})",
+        remedy=mirror + remedy if mirror else remedy[:1].upper() + remedy[1:],
+        placement=explanation(operand.expr, operand.placement),
+    )
+
+
+DEFER_REMEDY = (
+    "defer the read: copy it with `.to('cpu', non_blocking=True)` (pinned), record an event, and read it after"
+    " `event.synchronize()` later in the step"
+)
+
+WHY_D2H = """
+    Reading a device tensor's values on the host is a device-to-host copy that must wait for every kernel queued
+    before it: the host stalls until the GPU catches up (`cudaStreamSynchronize` or its equivalent), and then the
+    GPU idles until the host queues more work. Once per step this costs the overlap of CPU scheduling with GPU
+    compute, most visibly at small batch sizes; vLLM ran a series of pull requests to eliminate such syncs, and
+    sglang many single fixes. `torch.cuda.set_sync_debug_mode("warn")` reports them at run time, on a GPU, on the
+    paths a workload reaches.
+    """
+D2H_FIX_SAFETY = """
+    There is no automatic fix: each remedy (a host mirror, static-shape device code, a deferred copy) changes
+    what the code computes or when, and needs the author's knowledge of the surrounding step. The message names
+    the remedy that fits, and the host mirror by name when one is in sight.
+    """
+KNOWN_D2H_PLACEMENT = """
+    Only operands that the placement analysis knows are on the device are reported: built with `device=` or
+    moved with `.cuda()`/`.to(dev)` in this file, an attribute every method assigns a device tensor, a function's
+    device return value, a name such as `*_gpu`, or a tensor whose `<name>_cpu` mirror is in sight. A parameter,
+    a dataclass field or a helper's return value of unknown placement is not reported; name them in
+    `accelerator-tensors` to widen the rule. Syncs that depend on configuration or on properties that copy on
+    access are not visible statically: `h2dlint trace` confirms syncs at run time.
+    """
+KNOWN_D2H_REGIONS = """
+    A `sync-allowed-contexts` block quiets the syncs written inside it, not those in the functions it calls.
+    """
+D2H_OPTIONS = ("sync-allowed-contexts", "accelerator-tensors", "host-tensors", "extend-hot-functions",
+               "extend-cold-functions")
+D2H_REFERENCES = ("sync-debug-mode", "cuda-sync", "hotness")
+
+
+class DeviceToHostRule(Rule):
+    """A D2H rule: the documentation the family shares, which a rule extends where its construct needs more."""
+
+    why_bad = WHY_D2H
+    fix_availability = "never"
+    fix_safety = D2H_FIX_SAFETY
+    known_problems = (KNOWN_HEAT_LIMITS, KNOWN_D2H_PLACEMENT, KNOWN_D2H_REGIONS)
+    options = D2H_OPTIONS
+    references = D2H_REFERENCES

@@ -1,0 +1,158 @@
+"""HTD205: a blocking copy of a device tensor to the host (`.cpu()`, `.to("cpu")`, `host.copy_(device)`), in
+hot code."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from h2dlint.facts.arguments import is_false_literal, keyword_value, positional_args
+from h2dlint.facts.constructs import device_type
+from h2dlint.rules.base import Invalid, Match, Valid
+from h2dlint.rules.context import Context
+from h2dlint.rules.device_to_host import (
+    DEFER_REMEDY,
+    DeviceToHostRule,
+    KNOWN_D2H_PLACEMENT,
+    KNOWN_D2H_REGIONS,
+    device_operand,
+    sync_match,
+)
+from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
+
+COPY_REMEDY = (
+    "keep the data on the host where it is made, or " + DEFER_REMEDY.replace("defer the read", "defer it", 1)
+)
+
+
+class DeviceToHostCopy(DeviceToHostRule):
+    code = "HTD205"
+    name = "device-to-host-copy"
+    summary = "`.cpu()` or `.to(\"cpu\")` of a device tensor in hot code: a blocking copy and a stream sync."
+    triggers = ((".cpu", ".to", ".copy_"),)
+
+    what_it_does = """
+        Checks for a blocking copy of a device tensor to the host, in code that runs per step or per request:
+        `t.cpu()` (also as `t.cpu().numpy()` or `t.cpu().tolist()`), `t.to("cpu")` / `t.to(device="cpu")` /
+        `t.to(torch.device("cpu"))` without `non_blocking=True`, and `host.copy_(t)` into a host tensor without
+        `non_blocking=True`. The tensor must be known to be on the device (see Known problems).
+
+        `t.numpy()` alone is not reported: on a CUDA tensor it raises, so it is never a silent sync. A
+        `non_blocking=True` copy into pinned memory does not wait; reading its result before an event says it
+        has landed is a race, which this rule does not look for.
+        """
+    example = """
+        def forward(self, batch):
+            lens = batch.seq_lens.cpu()
+            return lens, batch.seq_lens_cpu.sum()
+        """
+    use_instead = """
+        def forward(self, batch):
+            lens = batch.seq_lens_cpu
+            return lens, batch.seq_lens_cpu.sum()
+        """
+
+    known_problems = (
+        KNOWN_HEAT_LIMITS,
+        KNOWN_D2H_PLACEMENT,
+        """
+        A property named like a host mirror (`seq_lens_cpu`) that copies from the device on each access is not
+        seen: its reads look like reads of a host tensor.
+        """,
+        KNOWN_D2H_REGIONS,
+    )
+
+    VALID = (
+        # `.numpy()` of a CUDA tensor raises: never a silent sync.
+        Valid("""
+            import torch
+
+            def forward(n, dev):
+                return torch.zeros(n, device=dev).numpy()
+            """),
+        # Non-blocking into pinned memory, unknown placement, a host tensor, a dtype conversion.
+        Valid("""
+            import torch
+
+            def forward(n, dev, ids, out_host):
+                lens = torch.zeros(n, device=dev)
+                out_host.copy_(lens, non_blocking=True)
+                host = torch.tensor([1, 2])
+                return lens.to("cpu", non_blocking=True), ids.cpu(), host.cpu(), lens.to(torch.int32)
+            """),
+        # Capture-only code: a copy inside `torch.cuda.graph(...)` cannot be a per-step sync (it would raise).
+        Valid("""
+            import torch
+
+            def forward(graph, n, dev):
+                lens = torch.zeros(n, device=dev)
+                with torch.cuda.graph(graph):
+                    lens.cpu()
+            """),
+    )
+    INVALID = (
+        Invalid(
+            """
+            import torch
+
+            def forward(logits_gpu):
+                return logits_gpu.argmax(-1).cpu().numpy()  # HTD205
+            """,
+            column=12,
+            reason="`.cpu()` of a device tensor",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(batch):
+                lens = batch.seq_lens.to("cpu")  # HTD205
+                return lens, batch.seq_lens_cpu
+            """,
+            reason="Use the host mirror `batch.seq_lens_cpu` instead",
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, n, dev):
+                    self.ids = torch.zeros(n, dtype=torch.int64, device=dev)
+                    self.ids_host = torch.zeros(n, dtype=torch.int64)
+
+                def forward(self):
+                    self.ids_host.copy_(self.ids)  # HTD205
+            """,
+            reason="a blocking `.copy_(...)` of a device tensor into a host tensor",
+        ),
+    )
+
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        func = call.func
+        if not isinstance(func, ast.Attribute) or _non_blocking(call):
+            return None
+        if func.attr == "cpu" and not call.args:
+            return self._copy(call, func.value, "`.cpu()` of a device tensor", context)
+        if func.attr == "to" and _to_cpu(call, context):
+            return self._copy(call, func.value, "a blocking `.to(\"cpu\")` of a device tensor", context)
+        if func.attr == "copy_" and call.args and context.placement(func.value).place.on_host:
+            return self._copy(call, call.args[0], "a blocking `.copy_(...)` of a device tensor into a host tensor",
+                              context)
+        return None
+
+    def _copy(self, call: ast.Call, tensor: ast.expr, what: str, context: Context) -> Optional[Match]:
+        operand = device_operand(tensor, context)
+        return sync_match(call, what, operand, COPY_REMEDY) if operand is not None else None
+
+
+def _to_cpu(call: ast.Call, context: Context) -> bool:
+    device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
+    return device is not None and device_type(device, context.names) == "cpu"
+
+
+def _non_blocking(call: ast.Call) -> bool:
+    flag = keyword_value(call, "non_blocking")
+    if flag is not None:
+        return not is_false_literal(flag)
+    positional = positional_args(call)  # `.to("cpu", torch.int32, True)`, `.copy_(src, True)`
+    return any(isinstance(a, ast.Constant) and a.value is True for a in positional[1:])

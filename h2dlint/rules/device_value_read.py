@@ -1,0 +1,265 @@
+"""HTD201: a device tensor's value read into Python (`.item()`, `.tolist()`, `int(t)`, a slice bound, a
+`range`/`arange` bound, a `fill_value`), in hot code."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, List, Optional, Tuple
+
+from h2dlint.facts.arguments import keyword_value, positional_args
+from h2dlint.rules.base import Invalid, Match, Valid
+from h2dlint.rules.context import Context, NodeKind
+from h2dlint.rules.device_to_host import (
+    DEFER_REMEDY,
+    DeviceToHostRule,
+    argument,
+    device_operand,
+    sync_match,
+)
+
+HOST_NUMBER_REMEDY = (
+    "keep the number on the host where it is computed (a host mirror, a Python counter), or " + DEFER_REMEDY
+)
+_READ_METHODS = ("item", "tolist")
+_NUMBER_BUILTINS = ("int", "float", "complex")
+# torch factories whose arguments are Python numbers (a 0-dim tensor is read with `.item()`), by argument name.
+_BOUND_FACTORIES = {"torch.arange": ("start", "end", "step"), "torch.linspace": ("start", "end", "steps")}
+_FILL_FACTORIES = {"torch.full": 1, "torch.full_like": 1}  # the position of `fill_value`
+
+
+class DeviceValueRead(DeviceToHostRule):
+    code = "HTD201"
+    name = "device-value-read"
+    summary = "`.item()`, `.tolist()` or `int(t)` of a device tensor in hot code: a device-to-host sync."
+    triggers = ()
+    looks_at = frozenset({NodeKind.CALL, NodeKind.SUBSCRIPT, NodeKind.SUBSCRIPT_TARGET})
+
+    what_it_does = """
+        Checks for a device tensor's value read into Python, in code that runs per step or per request:
+        - `t.item()` and `t.tolist()`;
+        - `int(t)`, `float(t)` and `complex(t)`;
+        - a slice bound (`x[:n]`, `x[a:b] = v`), a `range(n)` bound, a `torch.arange`/`torch.linspace` bound;
+        - the fill value of `torch.full(size, t)`, `torch.full_like(x, t)` and `x.new_full(size, t)`.
+
+        The tensor must be known to be on the device (see Known problems). `bool(t)` and conditions are HTD204's,
+        `.cpu()` is HTD205's.
+        """
+    example = """
+        def forward(self, batch):
+            n = batch.seq_lens.max().item()
+            return batch.seq_lens_cpu[:n]
+        """
+    use_instead = """
+        def forward(self, batch):
+            n = int(batch.seq_lens_cpu.max())
+            return batch.seq_lens_cpu[:n]
+        """
+
+
+    VALID = (
+        # Unknown placement: a parameter may be on the host.
+        Valid("""
+            import torch
+
+            def forward(lens):
+                return lens.max().item()
+            """),
+        # A host tensor, a pinned buffer read after its event (the designed wait), a NumPy array.
+        Valid("""
+            import torch
+
+            class Runner:
+                def __init__(self, n):
+                    self.out_host = torch.empty(n, dtype=torch.int64, pin_memory=True)
+
+                def forward(self, ids, done):
+                    done.synchronize()
+                    lens = torch.tensor(ids)
+                    return self.out_host.tolist(), lens.sum().item(), lens.numpy().tolist()
+            """),
+        # Numbers named like device things are numbers: `num_gpu`, `world_size_gpu`.
+        Valid("""
+            import torch
+
+            def forward(x, num_gpu):
+                for i in range(num_gpu):
+                    x = x[: int(num_gpu)]
+                return x
+            """),
+        # `.to("cpu")` first: HTD205 reports the copy, not the read of its host result.
+        Valid("""
+            import torch
+
+            def forward(n, dev):
+                lens = torch.zeros(n, device=dev)
+                return lens.cpu().tolist()
+            """),
+        # A block the project allows syncs in (`sync-allowed-contexts`, default `gpu_sync_allowed`).
+        Valid("""
+            import torch
+            from vllm.utils import gpu_sync_allowed
+
+            def forward(logits):
+                ids = logits.argmax(-1).cuda()
+                with gpu_sync_allowed():
+                    return ids.tolist()
+            """),
+        # One-time code, and suppression on the line.
+        Valid("""
+            import torch
+
+            def load_model(dev):
+                return torch.ones(4, device=dev).sum().item()
+
+            def forward(dev):
+                return torch.ones(4, device=dev).sum().item()  # noqa: HTD201
+            """),
+        # `fill_(t)` and `masked_fill` with a number take no number from the device.
+        Valid("""
+            import torch
+
+            def forward(n, dev):
+                top = torch.zeros(1, device=dev).max()
+                return torch.empty(n, device=dev).fill_(top)
+            """),
+    )
+    INVALID = (
+        Invalid(
+            """
+            import torch
+
+            def forward(logits, dev):
+                ids = logits.argmax(-1).to(dev)
+                return ids.tolist()  # HTD201
+            """,
+            column=12,
+            reason="`.tolist()` of a device tensor copies to the host and waits for the device",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(batch):
+                n = batch.seq_lens.max().item()  # HTD201
+                return batch.seq_lens_cpu[:n]
+            """,
+            reason="Use the host mirror `batch.seq_lens_cpu` instead",
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Sampler:
+                def __init__(self, n, dev):
+                    self.counts = torch.zeros(n, dtype=torch.int32, device=dev)
+
+                def sample(self, probs):
+                    total = int(self.counts.sum())  # HTD201
+                    return probs[:total]
+            """,
+            reason="`self.counts.sum()` is built on the device (`device=dev`) at line 5",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(hidden, dev):
+                lens = torch.ones(4, device=dev)
+                n = lens.sum()
+                return hidden[:n]  # HTD201
+            """,
+            reason="a slice bound from a device tensor",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(hidden, dev):
+                end = torch.ones(4, device=dev).sum()
+                return torch.arange(end, device=dev)  # HTD201
+            """,
+            reason="a `torch.arange` bound",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(tokens_gpu):
+                for i in range(tokens_gpu.max()):  # HTD201
+                    pass
+            """,
+            reason="`tokens_gpu.max()` is named like a device tensor (`*_gpu`)",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def forward(n, logits_gpu):
+                return torch.full((n,), logits_gpu.max(), device=logits_gpu.device)  # HTD201
+            """,
+            reason="the fill value from a device tensor",
+        ),
+    )
+
+    def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
+        func = call.func
+        qualified = context.names.qualify(func)
+        if qualified is None and isinstance(func, ast.Attribute):
+            if func.attr in _READ_METHODS and not call.args and not call.keywords:
+                return self._read(call, func.value, f"`.{func.attr}()` of a device tensor", context, False)
+            if func.attr == "new_full":
+                return self._read(call, argument(call, 1, "fill_value"), "the fill value from a device tensor",
+                                  context)
+            return None
+        if qualified is None:
+            return self._builtin(call, context)
+        if qualified in _BOUND_FACTORIES:
+            bounds = [*positional_args(call), *(keyword_value(call, k) for k in _BOUND_FACTORIES[qualified])]
+            return self._first(call, bounds, f"a `{qualified}` bound from a device tensor", context)
+        if qualified in _FILL_FACTORIES:
+            fill = argument(call, _FILL_FACTORIES[qualified], "fill_value")
+            return self._read(call, fill, "the fill value from a device tensor", context)
+        return None
+
+    def _builtin(self, call: ast.Call, context: Context) -> Optional[Match]:
+        if not isinstance(call.func, ast.Name) or call.keywords:
+            return None
+        name = call.func.id
+        if name in _NUMBER_BUILTINS and len(call.args) == 1:
+            return self._read(call, call.args[0], f"`{name}(...)` of a device tensor", context)
+        if name == "range":
+            return self._first(call, call.args, "a `range` bound from a device tensor", context)
+        return None
+
+    def check_subscript(self, subscript: ast.Subscript, context: Context) -> Optional[Match]:
+        bounds = list(_slice_bounds(subscript.slice))
+        return self._first(subscript, bounds, "a slice bound from a device tensor", context) if bounds else None
+
+    check_subscript_target = check_subscript
+
+    def _first(self, node: ast.AST, operands: List[Optional[ast.expr]], what: str, context: Context) -> Optional[Match]:
+        for operand in operands:
+            found = self._read(node, operand, what, context)
+            if found is not None:
+                return found
+        return None
+
+    def _read(
+        self, node: ast.AST, expr: Optional[ast.expr], what: str, context: Context, may_be_number: bool = True
+    ) -> Optional[Match]:
+        if expr is None or isinstance(expr, ast.Constant):
+            return None
+        operand = device_operand(expr, context, may_be_number)
+        if operand is None:
+            return None
+        return sync_match(node, what, operand, HOST_NUMBER_REMEDY)
+
+
+def _slice_bounds(index: ast.expr) -> Iterator[ast.expr]:
+    """The bounds of the slices in a subscript's index (`x[a:b]`, `x[:, :n]`), that are not literals."""
+    parts: Tuple[ast.expr, ...] = tuple(index.elts) if isinstance(index, ast.Tuple) else (index,)
+    for part in parts:
+        if isinstance(part, ast.Slice):
+            for bound in (part.lower, part.upper, part.step):
+                if bound is not None and not isinstance(bound, ast.Constant):
+                    yield bound

@@ -1,0 +1,42 @@
+"""benchmarks/d2h_findings.py: findings joined with labels by `path:line`, recall and the not-hot share."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import PYTHON, ROOT, write
+
+SCRIPT = ROOT / "benchmarks" / "d2h_findings.py"
+
+ENGINE = """
+import torch
+
+def forward(n, dev, ids):
+    lens = torch.zeros(n, device=dev)
+    a = lens.tolist()
+    b = ids.tolist()
+    c = lens.cpu()
+    return a, b, c
+"""
+
+
+def test_it_joins_findings_with_labels_and_prints_the_rates(tmp_path):
+    tree = tmp_path / "engine"
+    write(tree, "model.py", ENGINE)
+    labels = write(
+        tmp_path,
+        "labels.tsv",
+        "# engine\tpath:line\tlabel\tnote\n"
+        "eng\tmodel.py:6\tper-step\treported, hot\n"
+        "eng\tmodel.py:7\tper-step\tmissed: ids is of unknown placement\n"
+        "eng\tmodel.py:8\tone-time\treported, not hot\n"
+        "other\tmodel.py:6\tnot-sync\tanother tree's row\n",
+    )
+    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tree}", "--labels", str(labels)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "## eng: findings 2 on 2 lines: HTD201 1, HTD205 1" in out
+    assert "labelled 3, hot 2, flagged hot 1, recall 50%" in out
+    assert "flagged labelled 2, not hot 1, not-hot share 50%" in out
+    assert "HTD205: flagged labelled 1, hot 0, not hot 1" in out

@@ -1,0 +1,127 @@
+"""The device-to-host family (HTD2xx) beyond each rule's own examples: allow regions and their setting,
+`# noqa`, one finding per masked read-modify-write, and the placement it rests on."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from conftest import write
+
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source
+
+SYNCS = textwrap.dedent(
+    """
+    import torch
+    import vllm.utils
+
+    def forward(n, dev):
+        lens = torch.zeros(n, device=dev)
+        with {region}():
+            a = lens.tolist()
+        with vllm.utils.{region}():
+            b = lens.sum().item()
+        return lens.cpu()
+    """
+)
+
+
+def codes(source, **settings):
+    return [(d.code, d.span.row) for d in check_source(textwrap.dedent(source), Settings(**settings))]
+
+
+def test_the_default_allow_region_is_vllms_and_quiets_only_its_blocks():
+    found = codes(SYNCS.format(region="gpu_sync_allowed"))
+    assert found == [("HTD205", 11)]  # the copy after the blocks is still reported
+
+
+def test_the_setting_replaces_the_allowed_context_managers():
+    own = SYNCS.format(region="allow_syncs")
+    assert codes(own) == [("HTD201", 8), ("HTD201", 10), ("HTD205", 11)]
+    assert codes(own, sync_allowed_contexts=("allow_syncs",)) == [("HTD205", 11)]
+    assert len(codes(SYNCS.format(region="gpu_sync_allowed"), sync_allowed_contexts=("allow_syncs",))) == 3
+
+
+def test_the_key_is_read_from_pyproject(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nsync-allowed-contexts = ['allow_syncs']\n")
+    write(tmp_path, "model.py", SYNCS.format(region="allow_syncs"))
+    code, out, _ = run_cli("check", "--output-format", "json", str(tmp_path))
+    assert code == 1 and [f["code"] for f in json.loads(out)] == ["HTD205"]
+
+
+def test_a_bad_value_is_one_clear_error(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nsync-allowed-contexts = 'gpu_sync_allowed'\n")
+    write(tmp_path, "model.py", SYNCS.format(region="gpu_sync_allowed"))
+    code, _, err = run_cli("check", str(tmp_path))
+    assert code == 2 and "sync-allowed-contexts" in err and "Traceback" not in err
+
+
+def test_noqa_with_the_family_prefix_suppresses_every_d2h_rule():
+    source = """
+        import torch
+
+        def forward(n, dev):
+            lens = torch.zeros(n, device=dev)
+            return lens.tolist(), lens.cpu()  # noqa: HTD2
+        """
+    assert codes(source) == []
+    assert codes(source.replace("HTD2", "HTD205")) == [("HTD201", 6)]
+
+
+def test_a_masked_update_is_one_finding_and_two_masks_are_two():
+    source = """
+        import torch
+
+        def forward(x, y, n, dev):
+            m = torch.zeros(n, device=dev) > 0
+            k = torch.ones(n, device=dev) > 0
+            x[m] += y[m]
+            x[m] += y[k]
+        """
+    assert codes(source, select=("HTD202",)) == [("HTD202", 7), ("HTD202", 8), ("HTD202", 8)]
+
+
+def test_placement_follows_reductions_and_comparisons_of_device_tensors():
+    source = """
+        import torch
+
+        def forward(logits, dev, pad):
+            ids = torch.softmax(logits.to(dev), -1).argmax(-1)
+            hit = ids == pad
+            return hit.any().item()
+        """
+    [found] = check_source(textwrap.dedent(source), Settings(select=("HTD201",)))
+    assert "(`hit.any()` is moved to the device by `.to(...)` at line 5)" in found.message
+
+
+def test_a_list_of_device_tensors_is_built_on_the_host():
+    source = """
+        import torch
+
+        def forward(n, dev):
+            total = torch.ones(n, device=dev).sum()
+            t = torch.tensor([total, total])
+            return t.tolist(), t.cuda()
+        """
+    assert codes(source, select=("HTD201", "HTD103", "HTD206")) == [("HTD206", 6), ("HTD103", 7)]
+
+
+def test_kernel_code_is_not_host_code():
+    source = """
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kernel(x_ptr, n):
+            idx = tl.load(x_ptr).to(tl.int64)
+            valid = idx >= 0
+            if valid:
+                pass
+
+        def forward(x_gpu):
+            if (x_gpu > 0).any():
+                pass
+        """
+    assert codes(source) == [("HTD204", 14)]
