@@ -28,7 +28,15 @@ SYNCS = textwrap.dedent(
 
 
 def codes(source, **settings):
+    """The findings of the family, which is opt-in (`OPT_IN_PREFIXES`): selected here unless a test says."""
+    settings.setdefault("select", ("HTD2",))
     return [(d.code, d.span.row) for d in check_source(textwrap.dedent(source), Settings(**settings))]
+
+
+def test_the_family_is_off_unless_selected():
+    source = "import torch\n\ndef forward(n, dev):\n    return torch.zeros(n, device=dev).tolist()\n"
+    assert codes(source, select=()) == []
+    assert codes(source) == [("HTD201", 4)]
 
 
 def test_the_default_allow_region_is_vllms_and_quiets_only_its_blocks():
@@ -44,7 +52,7 @@ def test_the_setting_replaces_the_allowed_context_managers():
 
 
 def test_the_key_is_read_from_pyproject(tmp_path, run_cli):
-    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nsync-allowed-contexts = ['allow_syncs']\n")
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nselect = ['HTD2']\nsync-allowed-contexts = ['allow_syncs']\n")
     write(tmp_path, "model.py", SYNCS.format(region="allow_syncs"))
     code, out, _ = run_cli("check", "--output-format", "json", str(tmp_path))
     assert code == 1 and [f["code"] for f in json.loads(out)] == ["HTD205"]
