@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Dict, List, Tuple, Union
 
+from h2dlint.facts.settings import OPT_IN_PREFIXES
+
 # What each `[tool.h2dlint]` key does to a rule that reads it; a rule lists the keys it reads in `options`.
 OPTION_HELP: Dict[str, str] = {
     "extend-hot-functions": "more function names that run per step or per request (fnmatch globs; `Class.method`;"
@@ -150,7 +152,7 @@ def dedent(text: str) -> str:
 def render_documentation(rule) -> str:
     sections = [
         f"# {rule.name} ({rule.code})",
-        rule.summary,
+        rule.summary + _opt_in_note(rule.code),
         "## What it does\n" + dedent(rule.what_it_does),
         "## Why is this bad?\n" + dedent(rule.why_bad),
         "## Example\n```python\n" + dedent(rule.example) + "\n```",
@@ -161,6 +163,13 @@ def render_documentation(rule) -> str:
         "## References\n" + "\n".join(f"- [{REFERENCES[key][0]}]({REFERENCES[key][1]})" for key in rule.references),
     ]
     return "\n\n".join(sections) + "\n"
+
+
+def _opt_in_note(code: str) -> str:
+    """For a rule of an opt-in family (`settings.OPT_IN_PREFIXES`), how to turn it on."""
+    if not code.startswith(OPT_IN_PREFIXES):
+        return ""
+    return f"\n\nOff unless selected: `select = [\"HTD1\", \"{code[:4]}\"]` in `[tool.h2dlint]`, or `--select {code[:4]}`."
 
 
 def _paragraphs(text: Union[str, Tuple[str, ...]]) -> str:
