@@ -181,3 +181,31 @@ def test_a_memo_keyed_on_a_runtime_value_is_per_request_and_a_constant_key_one_t
     assert "it runs on each cache miss of a memo keyed on a runtime value; `forward` runs per step" in found[13].message
     assert "called on each cache miss in `forward`" in found[8].message
     assert [d.span.row for d in check_source(MEMOS, Settings(min_level="per-step"))] == []
+
+
+LOCAL_KEYS = """\
+import torch
+
+_LUT = {}
+
+
+def forward(x, shape, device, dtype):
+    key = (str(device), torch.float32)
+    t = _LUT.get(key)
+    if t is None:
+        t = torch.tensor([1.0, 2.0], dtype=torch.float32, device=device)
+        _LUT[key] = t
+    slot = f"{x.device}"
+    if slot not in _LUT:
+        _LUT[slot] = torch.tensor([3.0, 4.0], device=x.device)
+    by_shape = (shape, dtype)
+    if by_shape not in _LUT:
+        _LUT[by_shape] = torch.tensor(shape, device=device)
+    return t
+"""
+
+
+def test_a_memo_keyed_by_a_local_holding_a_device_or_dtype_is_one_time_and_one_holding_a_shape_is_not():
+    found = {d.span.row: d for d in check_source(LOCAL_KEYS, Settings())}
+    assert set(found) == {17}  # not 10 (`key` is a device and a dtype), nor 14 (a device as a string)
+    assert "it runs on each cache miss of a memo keyed on a runtime value" in found[17].message

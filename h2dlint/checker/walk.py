@@ -271,7 +271,7 @@ class Walk:
         if guard is None:
             self._visit_all(node.body)
         else:
-            self._visit_guarded(node.body, guard, runtime_memo_key(node.test, node.body))
+            self._visit_guarded(node.body, guard, runtime_memo_key(node.test, node.body, self._names.value_at))
         self._visit_all(node.orelse)
 
     def _switched_on(self, guard: Optional[str]) -> Optional[str]:

@@ -8,7 +8,9 @@ each cache miss"). A memo with a constant key (`_CACHE["table"]`), or a guard wi
 (`if self._x is None:`), builds once and stays one-time.
 
 Heuristic `PROCESS_CONSTANT_KEYS`: a key that names a device or a dtype (`device`, `x.device`, `dtype`,
-`(device, dtype)`) takes one value per process, or a few: such a memo builds once, like a constant key.
+`torch.float32`, `(device, dtype)`, `str(x.device)`, `f"{device}"`) takes one value per process, or a few:
+such a memo builds once, like a constant key. A local key (`key = (str(device), dtype)`, then
+`_CACHE.get(key)`) is judged by the value bound to it.
 
 The collector tells the two apart with `runtime_memo_key` / `runtime_lazy_memo_key`; which guards are memos
 at all is its own decision.
@@ -20,12 +22,15 @@ import ast
 from typing import Callable, Optional, Sequence
 
 
-def runtime_memo_key(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
+ValueAt = Callable[[ast.Name], Optional[ast.expr]]
+
+
+def runtime_memo_key(test: ast.expr, body: Sequence[ast.stmt], value_at: ValueAt) -> bool:
     """Whether the memo guard `if test: body` is keyed on a runtime value."""
-    return _is_runtime(_guard_key(test, body))
+    return _is_runtime(_guard_key(test, body), value_at)
 
 
-def runtime_lazy_memo_key(statement: ast.stmt, value_at: Callable[[ast.Name], Optional[ast.expr]]) -> bool:
+def runtime_lazy_memo_key(statement: ast.stmt, value_at: ValueAt) -> bool:
     """Whether the early return of a lazy build (`if (t := C.get(k)) is not None: return t`) reads a memo
     keyed on a runtime value."""
     test = statement.test if isinstance(statement, ast.If) else None
@@ -35,7 +40,7 @@ def runtime_lazy_memo_key(statement: ast.stmt, value_at: Callable[[ast.Name], Op
         test = test.value
     if isinstance(test, ast.Name):
         test = value_at(test) or test
-    return _is_runtime(_lookup_key(test))
+    return _is_runtime(_lookup_key(test), value_at)
 
 
 def _guard_key(test: ast.expr, body: Sequence[ast.stmt]) -> Optional[ast.expr]:
@@ -62,16 +67,47 @@ def _lookup_key(lookup: Optional[ast.expr]) -> Optional[ast.expr]:
 
 
 PROCESS_CONSTANT_KEYS = ("device", "dev", "dtype")
+# `torch.float32` and the like: a dtype written out.
+_TORCH_DTYPES = frozenset(
+    "float float16 float32 float64 half bfloat16 double int int8 int16 int32 int64 long short uint8 bool "
+    "float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz complex64 complex128".split()
+)
+_KEY_STEPS = 4  # local names followed back to the key's value: `key = (dev, dtype)`
 
 
-def _is_runtime(key: Optional[ast.expr]) -> bool:
+def _is_runtime(key: Optional[ast.expr], value_at: ValueAt, steps: int = _KEY_STEPS) -> bool:
     if key is None:
         return False
-    if isinstance(key, ast.Tuple):
-        return any(_is_runtime(element) for element in key.elts)
+    if isinstance(key, ast.Name) and steps > 0 and not _names_a_process_constant(key):
+        bound = value_at(key)
+        if bound is not None:
+            return _is_runtime(bound, value_at, steps - 1)
+    if isinstance(key, (ast.Tuple, ast.JoinedStr)):
+        return any(_is_runtime(element, value_at, steps) for element in _parts(key))
+    if isinstance(key, ast.FormattedValue):
+        return _is_runtime(key.value, value_at, steps)
+    if _is_str_of(key):
+        return _is_runtime(key.args[0], value_at, steps)  # type: ignore[attr-defined]
     return not isinstance(key, ast.Constant) and not _names_a_process_constant(key)
 
 
+def _parts(key: ast.expr) -> Sequence[ast.expr]:
+    return key.elts if isinstance(key, ast.Tuple) else key.values  # type: ignore[attr-defined]
+
+
+def _is_str_of(key: ast.expr) -> bool:
+    """`str(x)` / `repr(x)`: a key with as many values as `x`."""
+    return (
+        isinstance(key, ast.Call)
+        and isinstance(key.func, ast.Name)
+        and key.func.id in ("str", "repr")
+        and len(key.args) == 1
+        and not key.keywords
+    )
+
+
 def _names_a_process_constant(key: ast.expr) -> bool:
+    if isinstance(key, ast.Attribute) and isinstance(key.value, ast.Name) and key.value.id == "torch":
+        return key.attr in _TORCH_DTYPES
     name = key.id if isinstance(key, ast.Name) else key.attr if isinstance(key, ast.Attribute) else None
     return name is not None and any(name == n or name.endswith("_" + n) for n in PROCESS_CONSTANT_KEYS)
