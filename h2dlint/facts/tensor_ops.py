@@ -31,7 +31,11 @@ SAME_PLACE_METHODS = frozenset(
     # reductions, comparisons and elementwise functions: a new tensor where the input is
     "argmax argmin any all eq ne lt le gt ge logical_and logical_or logical_not logical_xor isnan isinf isfinite "
     "softmax log_softmax sigmoid tanh relu norm std var median diff cummax cummin minimum maximum sign square pow "
-    "rsqrt log1p expm1 trunc nonzero argwhere unique masked_select count_nonzero".split()
+    "rsqrt log1p expm1 trunc nonzero argwhere unique masked_select count_nonzero "
+    # indexing, scattering and linear algebra: only tensors have these methods
+    "repeat_interleave scatter scatter_add scatter_reduce index_add index_put index_fill masked_scatter bincount "
+    "tril triu mm bmm matmul baddbmm addmm fmod floor_divide bitwise_and bitwise_or bitwise_xor bitwise_not "
+    "reciprocal sin cos erf log2 exp2 unique_consecutive searchsorted cumsum_ nan_to_num".split()
 )
 # torch functions whose result is where their first argument (the input) is: `torch.sum(x)`,
 # `torch.where(m, a, b)`.

@@ -128,6 +128,17 @@ class DeviceValueRead(DeviceToHostRule):
             """
             import torch
 
+            def forward(prefix_lens, extend_lens, dev):
+                per_query = prefix_lens.to(dev).repeat_interleave(extend_lens)
+                return int(per_query.max().item())  # HTD201
+            """,
+            column=16,
+            reason="`per_query.max()` is moved to the device",
+        ),
+        Invalid(
+            """
+            import torch
+
             def forward(logits, dev):
                 ids = logits.argmax(-1).to(dev)
                 return ids.tolist()  # HTD201
