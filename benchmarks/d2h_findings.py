@@ -14,6 +14,11 @@ sites:
   labelled sites (goal: at most 15%);
 and the same per rule (a site reported by several rules counts for each). Findings on unlabelled lines are
 counted but not judged. Wilson 95% intervals are given for both rates.
+
+`--finding-labels FILE` (`d2h_finding_labels.tsv`, from `d2h_blind_sample.py`) adds labels of a uniform sample
+of the findings themselves, labelled blind among decoys: the not-hot share over those findings that are still
+reported, per tree and overall. They never count towards recall (they were chosen because h2dlint reported
+them), and the decoys' labels are not used.
 """
 
 from __future__ import annotations
@@ -38,18 +43,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("engines", nargs="+", help="NAME=ROOT for each tree")
     parser.add_argument("--labels", required=True)
+    parser.add_argument("--finding-labels", default=None, help="blind labels of a uniform sample of findings")
     args = parser.parse_args(argv)
     labels = read_labels(args.labels)
+    sampled = read_labels(args.finding_labels) if args.finding_labels else {}
     totals: Counter = Counter()
+    sampled_totals: Counter = Counter()
     for spec in args.engines:
         name, _, root = spec.partition("=")
         found = findings(root)
         counts = judge(name, found, labels)
         print_tree(name, found, counts)
         totals.update(counts["all"])
+        if sampled:
+            judged = sampled_findings(name, found, sampled)
+            print_sampled(judged)
+            sampled_totals.update(judged)
     print("## all trees")
     print_rates("all rules", totals)
+    if sampled:
+        print_sampled(sampled_totals)
     return 0
+
+
+def sampled_findings(engine: str, found: Dict[str, Set[str]], sampled: Labels) -> Counter:
+    """Over the sampled findings of `engine` that are still reported: how many, how many not hot."""
+    labels = [label for (name, site), label in sampled.items() if name == engine and site in found]
+    return Counter({"findings": len(labels), "not hot": sum(label not in HOT_LABELS for label in labels)})
+
+
+def print_sampled(c: Counter) -> None:
+    print(f"  sampled findings (labelled blind among decoys): {c['findings']}, not hot {c['not hot']}, "
+          f"not-hot share {_rate(c['not hot'], c['findings'])}")
 
 
 def read_labels(path: str) -> Labels:

@@ -40,3 +40,21 @@ def test_it_joins_findings_with_labels_and_prints_the_rates(tmp_path):
     assert "labelled 3, hot 2, flagged hot 1, recall 50%" in out
     assert "flagged labelled 2, not hot 1, not-hot share 50%" in out
     assert "HTD205: flagged labelled 1, hot 0, not hot 1" in out
+
+
+def test_sampled_finding_labels_give_a_not_hot_share_of_the_findings_still_reported(tmp_path):
+    tree = tmp_path / "engine"
+    write(tree, "model.py", ENGINE)
+    labels = write(tmp_path, "labels.tsv", "eng\tmodel.py:7\tper-step\tcensus row\n")
+    sampled = write(
+        tmp_path,
+        "sampled.tsv",
+        "eng\tmodel.py:6\tper-step\ta finding, hot\n"
+        "eng\tmodel.py:8\tnot-sync\ta finding, not hot\n"
+        "eng\tmodel.py:7\tper-step\ta decoy: not reported, so not counted\n",
+    )
+    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tree}", "--labels", str(labels),
+                           "--finding-labels", str(sampled)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("sampled findings (labelled blind among decoys): 2, not hot 1, not-hot share 50%") == 2
+    assert "labelled 1, hot 1, flagged hot 0, recall 0%" in done.stdout  # sampled labels never count for recall

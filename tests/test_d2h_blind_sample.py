@@ -1,0 +1,38 @@
+"""benchmarks/d2h_blind_sample.py: unlabelled findings mixed 1:1 with unreported decoys, without verdicts."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import PYTHON, ROOT, write
+
+SCRIPT = ROOT / "benchmarks" / "d2h_blind_sample.py"
+
+ENGINE = """
+import torch
+
+def forward(n, dev, ids, other):
+    lens = torch.zeros(n, device=dev)
+    a = lens.tolist()
+    b = ids.tolist()
+    c = lens.cpu()
+    d = other.item()
+    return a, b, c, d
+"""
+
+
+def test_it_samples_unlabelled_findings_and_as_many_decoys_and_keeps_the_key_apart(tmp_path):
+    tree = tmp_path / "engine"
+    write(tree, "model.py", ENGINE)
+    labels = write(tmp_path, "labels.tsv", "eng\tmodel.py:8\tone-time\tlabelled already\n")
+    out, key = tmp_path / "sample.md", tmp_path / "key.tsv"
+    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tree}:5", "--labels", str(labels), "--out", str(out),
+                           "--key", str(key)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("\t") for line in key.read_text().splitlines()]
+    kinds = {site: kind for _, site, kind in rows}
+    assert [site for site, kind in kinds.items() if kind == "finding"] == ["model.py:6"]  # not 8: labelled
+    decoys = [site for site, kind in kinds.items() if kind == "decoy"]
+    assert len(decoys) == 1 and decoys[0] in ("model.py:7", "model.py:9")  # unreported constructs
+    sample = out.read_text()
+    assert sample.count("### eng model.py:") == 2 and "HTD2" not in sample and "finding" not in sample
