@@ -104,6 +104,8 @@ class PlacementScope:
     returned: Callable[[ast.Call, int], Placement] = lambda call, depth: UNKNOWN  # what a call of ours returns
     convention: Callable[[ast.expr], Placement] = lambda expr: UNKNOWN  # what the names say
     appended: Callable[[str], Tuple[ast.expr, ...]] = lambda name: ()  # `name.append(x)` in this function: each x
+    # What a branch's test says of this name or attribute here (`x.is_cuda`: facts.placement_regions), or None.
+    tested: Callable[[ast.expr], Optional[Placement]] = lambda expr: None
 
 _BINARY_OPERATORS = (
     ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult
@@ -116,6 +118,10 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
     """Where the tensor `expr` evaluates to lives, with its evidence (see the module docstring)."""
     if depth > _MAX_DEPTH:
         return UNKNOWN
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        tested = scope.tested(expr)
+        if tested is not None:
+            return tested
     found = _provenance(expr, scope, depth)
     named = scope.convention(expr)
     return agree(found, named) if named.place is not Place.UNKNOWN else found

@@ -29,6 +29,7 @@ from h2dlint.facts.placement import (
     placement_of,
 )
 from h2dlint.facts.placement_conventions import Conventions, mirror_of
+from h2dlint.facts.placement_regions import Regions, own_nodes
 from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
     exported,
@@ -69,9 +70,8 @@ class ModulePlacements:
         self._summaries: Dict[Tuple[str, str], Placement] = {}  # (class or "", attribute or "()function")
         self._in_progress: Set[Tuple[str, str]] = set()
         self._known_names: Dict[int, FrozenSet[str]] = {}
-        self._blocks: Dict[int, List[Tuple[int, int, str]]] = {}
         self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
-        self._default_device = default_device(module, NameResolver.of(module_scope))
+        self._regions = Regions(default_device(module, NameResolver.of(module_scope)))
         self._imported, self._star_import = imported_names(module.body)
         self._assumed: Dict[PlacementQuery, Placement] = {}  # while a rule's match is tried for each answer
         self._hypothetical: Dict[Tuple[str, str], Placement] = {}  # summaries under `_assumed`
@@ -88,11 +88,12 @@ class ModulePlacements:
         """The scope of a point in `function` (None: module level) of top-level class `class_name`."""
         return PlacementScope(
             names=names,
-            device_context=lambda node: self._device_context(function, node, names),
+            device_context=lambda node: self._regions.device_context(function, node, names),
             attribute=lambda name, depth: self.attribute(class_name, name, depth),
             returned=lambda call, depth: self.returned(call, class_name, depth, names),
             convention=lambda expr: self._conventions.placement(expr, lambda: self._names_in(class_name, function)),
             appended=lambda name: self._appended(function).get(name, ()),
+            tested=lambda expr: self._regions.tested(function, expr, names),
         )
 
     def host_mirror(
@@ -239,7 +240,7 @@ class ModulePlacements:
         if key not in self._lists:
             items: Dict[str, List[ast.expr]] = {}
             other: Set[str] = set()
-            for node in _own_nodes(function) if function is not None else ():
+            for node in own_nodes(function) if function is not None else ():
                 filled = _list_fill(node)
                 if filled is not None:
                     name, item = filled
@@ -249,27 +250,6 @@ class ModulePlacements:
                         items.setdefault(name, []).append(item)
             self._lists[key] = {name: tuple(found) for name, found in items.items() if name not in other}
         return self._lists[key]
-
-    # --- device contexts ------------------------------------------------------------------------------------
-
-    def _device_context(self, function: Optional[FunctionNode], node: ast.AST, names: NameResolver) -> Optional[str]:
-        """Why a tensor built at `node` of `function` defaults to a device: the innermost `with torch.device(...)`
-        block around it, else the module's default device."""
-        line = getattr(node, "lineno", 0)
-        inside = [(start, why) for start, end, why in self._device_blocks(function, names) if start <= line <= end]
-        return max(inside)[1] if inside else self._default_device
-
-    def _device_blocks(self, function: Optional[FunctionNode], names: NameResolver) -> List[Tuple[int, int, str]]:
-        key = id(function)
-        if key not in self._blocks:
-            self._blocks[key] = [
-                (node.lineno, node.end_lineno or node.lineno, why)
-                for node in (_own_nodes(function) if function is not None else ())
-                if isinstance(node, (ast.With, ast.AsyncWith))
-                for why in (device_context(item.context_expr, names) for item in node.items)
-                if why is not None
-            ]
-        return self._blocks[key]
 
     # --- shared -----------------------------------------------------------------------------------------------
 
@@ -376,16 +356,6 @@ def _method(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
     return next(
         (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None
     )
-
-
-def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
-    """The nodes of `function`'s body, not those of functions, lambdas or classes nested in it."""
-    pending: List[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
 
 
 def _returned_values(function: FunctionNode) -> Iterator[Optional[ast.expr]]:

@@ -204,6 +204,18 @@ class BlockingHostCopy(Rule):
             """
             import torch
 
+            def step(ids, dev):
+                if not ids.is_cuda:
+                    ids = ids.to(dev)  # HTD103
+                return ids
+            """,
+            column=15,
+            reason="`ids` is tested to be on the host (`not ids.is_cuda` at line 4)",
+        ),
+        Invalid(
+            """
+            import torch
+
             def step(x, dev):
                 lens = torch.tensor([len(s) for s in x])
                 lens = lens.to(dev)  # HTD103

@@ -95,6 +95,16 @@ class DeviceToHostCopy(DeviceToHostRule):
             """
             import torch
 
+            def forward(num_rejected):
+                return num_rejected.cpu() if num_rejected.is_cuda else num_rejected  # HTD205
+            """,
+            column=12,
+            reason="`num_rejected` is tested to be on the device (`num_rejected.is_cuda` at line 4)",
+        ),
+        Invalid(
+            """
+            import torch
+
             def forward(logits_gpu):
                 return logits_gpu.argmax(-1).cpu().numpy()  # HTD205
             """,

@@ -57,6 +57,16 @@ class DeviceValueRead(DeviceToHostRule):
 
 
     VALID = (
+        # The `else` of a device test is on the host: no sync.
+        Valid("""
+            import torch
+
+            def forward(out_gpu):
+                if out_gpu.device.type == "cuda":
+                    return out_gpu
+                else:
+                    return out_gpu.sum().item()
+            """),
         # Unknown placement: a parameter may be on the host.
         Valid("""
             import torch

@@ -1,0 +1,140 @@
+"""The regions of a function whose code says where tensors live: `with torch.device(...)` blocks (a tensor
+built there defaults to that device), and branches that test a tensor's device.
+
+A branch proves placement: `x.cpu() if x.is_cuda else x`, `if not ids.is_cuda: ids = ids.to(dev)`. Inside the branch that a test of `x.is_cuda`, `x.is_cpu` or `x.device.type == "cuda"` (or `"cpu"`, `!=`,
+`not`) selects, `x` is known to be on the device or on the host, whatever the rest of the analysis says: the
+code itself asks. A name counts only while it holds the value that was tested (the same binding reaches the
+use); an attribute only as written (`self.buf`). Host from a test says nothing of the memory (pinned or not).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from h2dlint.facts.placement import Place, Placement, device_context
+from h2dlint.facts.scopes import NameResolver
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Position = Tuple[int, int]  # (line, column)
+
+
+class Regions:
+    """Per function of one module, computed on first use: its device-context blocks and its device tests."""
+
+    def __init__(self, default_device: Optional[str]) -> None:
+        """`default_device`: why the module's tensors default to a device (`torch.set_default_device`), or None."""
+        self._default_device = default_device
+        self._blocks: Dict[int, List[Tuple[int, int, str]]] = {}  # by id of the function node
+        self._tests: Dict[int, List["DeviceTest"]] = {}
+
+    def device_context(self, function: Optional[FunctionNode], node: ast.AST, names: NameResolver) -> Optional[str]:
+        """Why a tensor built at `node` of `function` defaults to a device: the innermost `with torch.device(...)`
+        block around it, else the module's default device."""
+        line = getattr(node, "lineno", 0)
+        inside = [(start, why) for start, end, why in self._device_blocks(function, names) if start <= line <= end]
+        return max(inside)[1] if inside else self._default_device
+
+    def tested(self, function: Optional[FunctionNode], expr: ast.expr, names: NameResolver) -> Optional[Placement]:
+        """What the innermost `x.is_cuda`-like test around `expr` says of it, when it tests the same value."""
+        key = id(function)
+        if key not in self._tests:
+            self._tests[key] = device_tests(own_nodes(function)) if function is not None else []
+        written = None
+        for test in reversed(self._tests[key]):
+            if not test.covers(expr):
+                continue
+            written = written or ast.unparse(expr)
+            if ast.unparse(test.tested) == written and _same_value(expr, test.tested, names):
+                return Placement(Place.DEVICE if test.on_device else Place.HOST, test.why())
+        return None
+
+    def _device_blocks(self, function: Optional[FunctionNode], names: NameResolver) -> List[Tuple[int, int, str]]:
+        key = id(function)
+        if key not in self._blocks:
+            self._blocks[key] = [
+                (node.lineno, node.end_lineno or node.lineno, why)
+                for node in (own_nodes(function) if function is not None else ())
+                if isinstance(node, (ast.With, ast.AsyncWith))
+                for why in (device_context(item.context_expr, names) for item in node.items)
+                if why is not None
+            ]
+        return self._blocks[key]
+
+
+def own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
+    """The nodes of `function`'s body, not those of functions, lambdas or classes nested in it."""
+    pending: List[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _same_value(use: ast.expr, tested: ast.expr, names: NameResolver) -> bool:
+    """Whether the name `use` still holds what was tested (the same binding reaches both); attributes are
+    taken as written."""
+    if isinstance(use, ast.Name) and isinstance(tested, ast.Name):
+        return names.value_at(use) is names.value_at(tested)
+    return True
+
+
+@dataclass(frozen=True)
+class DeviceTest:
+    """A region (`start` to `end`) where the tensor `tested` is on the device (`on_device`) or the host."""
+
+    start: Position
+    end: Position
+    tested: ast.expr
+    on_device: bool
+    test: ast.expr
+
+    def covers(self, node: ast.expr) -> bool:
+        return self.start <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= self.end  # type: ignore[operator]
+
+    def why(self) -> str:
+        side = "on the device" if self.on_device else "on the host"
+        return f"is tested to be {side} (`{ast.unparse(self.test)}` at line {self.test.lineno})"
+
+
+def device_tests(nodes: Iterable[ast.AST]) -> List[DeviceTest]:
+    """The regions of `nodes` (a function's own nodes) whose placement a device test decides."""
+    found: List[DeviceTest] = []
+    for node in nodes:
+        if isinstance(node, (ast.If, ast.IfExp)):
+            decided = _decides(node.test)
+            if decided is not None:
+                tested, on_device = decided
+                found += _regions(node, tested, on_device)
+    return found
+
+
+def _regions(node: ast.AST, tested: ast.expr, on_device: bool) -> List[DeviceTest]:
+    test = node.test  # type: ignore[attr-defined]
+    branches: Sequence[Tuple[object, bool]] = ((node.body, on_device), (node.orelse, not on_device))  # type: ignore[attr-defined]
+    regions = []
+    for branch, side in branches:
+        parts = branch if isinstance(branch, list) else [branch]
+        if parts:
+            first, last = parts[0], parts[-1]
+            start, end = (first.lineno, first.col_offset), (last.end_lineno, last.end_col_offset)
+            regions.append(DeviceTest(start, end, tested, side, test))  # type: ignore[arg-type]
+    return regions
+
+
+def _decides(test: ast.expr) -> Optional[Tuple[ast.expr, bool]]:
+    """(the tensor tested, whether the test being true means it is on the device), or None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _decides(test.operand)
+        return (inner[0], not inner[1]) if inner is not None else None
+    if isinstance(test, ast.Attribute) and test.attr in ("is_cuda", "is_cpu"):
+        return test.value, test.attr == "is_cuda"
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        left, right = test.left, test.comparators[0]
+        kind = right.value if isinstance(right, ast.Constant) else None
+        is_type = isinstance(left, ast.Attribute) and left.attr == "type" and isinstance(left.value, ast.Attribute)
+        if is_type and left.value.attr == "device" and kind in ("cuda", "cpu"):  # type: ignore[union-attr]
+            return left.value.value, (kind == "cuda") == isinstance(test.ops[0], ast.Eq)  # type: ignore[union-attr]
+    return None
