@@ -123,6 +123,8 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
         if tested is not None:
             return tested
     found = _provenance(expr, scope, depth)
+    if not isinstance(expr, (ast.Name, ast.Attribute)):
+        return found  # `x[i]`: `x`'s name was weighed already, against its own provenance
     named = scope.convention(expr)
     return agree(found, named) if named.place is not Place.UNKNOWN else found
 

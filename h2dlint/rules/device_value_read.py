@@ -57,6 +57,15 @@ class DeviceValueRead(DeviceToHostRule):
 
 
     VALID = (
+        # A local that copies the host mirror is the host mirror, whatever its sliced name suggests.
+        Valid("""
+            import torch
+
+            def split_decodes(metadata, threshold):
+                query_start_loc = metadata.query_start_loc_cpu
+                query_lens = query_start_loc[1:] - query_start_loc[:-1]
+                return query_lens[0].item() > threshold
+            """),
         # The `else` of a device test is on the host: no sync.
         Valid("""
             import torch
