@@ -153,6 +153,16 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         False,
     ),
     (
+        "one-time-guard-capture",
+        """
+        import torch
+
+        def forward(ids, dev, in_capture=False):
+            return torch.tensor([1, 2], device=dev) if in_capture else ids
+        """,
+        False,
+    ),
+    (
         "one-time-guard-hasattr",
         """
         import torch

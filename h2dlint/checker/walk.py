@@ -14,7 +14,15 @@ from typing import AbstractSet, Callable, ClassVar, Dict, Iterable, List, Option
 
 from h2dlint.facts.allowed_syncs import sync_allowed_region
 from h2dlint.facts.constructs import accelerator_attributes
-from h2dlint.facts.guards import cached_build_guard, is_once_flag_guard, lazy_build_return, once_flags, tested_value
+from h2dlint.facts.guards import (
+    CAPTURE_GUARD,
+    cached_build_guard,
+    capture_branch,
+    is_once_flag_guard,
+    lazy_build_return,
+    once_flags,
+    tested_value,
+)
 from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.placement import default_device, device_context
@@ -268,11 +276,21 @@ class Walk:
         if guard is None and is_once_flag_guard(node.test, self._once_flags):
             guard = "one-time-guard-once-flag"
         guard = self._switched_on(guard)
-        if guard is None:
-            self._visit_all(node.body)
-        else:
+        if guard is not None:
             self._visit_guarded(node.body, guard, runtime_memo_key(node.test, node.body, self._names.value_at))
-        self._visit_all(node.orelse)
+            self._visit_all(node.orelse)
+        else:
+            self._visit_branches(node.test, node.body, node.orelse)
+
+    def _visit_branches(self, test: ast.expr, body: Sequence[ast.AST], orelse: Sequence[ast.AST]) -> None:
+        """The two branches of `if test:` (or of `a if test else b`), the one that runs only during CUDA-graph
+        capture under its one-time guard."""
+        captured = capture_branch(test) if self._enabled(CAPTURE_GUARD) else None
+        for branch, runs_in_capture in ((body, captured is True), (orelse, captured is False)):
+            if runs_in_capture:
+                self._visit_guarded(branch, CAPTURE_GUARD, False)
+            else:
+                self._visit_all(branch)
 
     def _switched_on(self, guard: Optional[str]) -> Optional[str]:
         return guard if guard is not None and self._enabled(guard) else None
@@ -285,10 +303,10 @@ class Walk:
             self._visit(value)
 
     def _visit_if_expression(self, node: ast.IfExp) -> None:
-        self._visit(node.body)
+        self._visit_branches(node.test, [node.body], [])
         self._check_test(node.test)
         self._visit(node.test)
-        self._visit(node.orelse)
+        self._visit_branches(node.test, [], [node.orelse])
 
     # --- nodes visited only for the rules that look at them ---------------------------------------------------
 

@@ -3,15 +3,19 @@
 Cached-build guards (`if self._x is None:`, `if not hasattr(self, "_x"):`), memo tables (`if key not in
 cache:`), bounds that grow on demand, once flags (`if not X.done:` where the module only sets `done` to True)
 and lazy-build returns (`if self._w is not None: return self._w` followed by code that sets `self._w`).
+Capture branches (`if in_capture:`, `x if torch.cuda.is_current_stream_capturing() else y`) run while a CUDA
+graph is captured: once per graph.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Sequence, Tuple
 
+from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.syntax import is_none, is_self
+from h2dlint.facts.syntax import is_none, is_self, last_name
 
 
 def once_flags(module: ast.Module) -> FrozenSet[str]:
@@ -229,3 +233,20 @@ def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
         and bool(expr.args)
         and is_self(expr.args[0])
     )
+
+
+CAPTURE_GUARD = "one-time-guard-capture"
+
+
+def capture_branch(test: ast.expr) -> Optional[bool]:
+    """Whether the body (True) or the `else` (False) of `if test:` runs only during CUDA-graph capture: `test`
+    is a capture flag or call (`CAPTURE_GUARD`'s patterns: `in_capture`, `is_current_stream_capturing()`),
+    or its negation; None when it is not."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = capture_branch(test.operand)
+        return None if inner is None else not inner
+    flag = test.func if isinstance(test, ast.Call) and not test.args else test
+    if not isinstance(flag, (ast.Name, ast.Attribute)):
+        return None
+    name = last_name(flag).lstrip("_")
+    return True if any(fnmatch.fnmatchcase(name, p) for p in BY_ID[CAPTURE_GUARD].patterns) else None

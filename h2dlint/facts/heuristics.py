@@ -296,6 +296,14 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     ),
     Heuristic("one-time-guard-hasattr", _ONCE, Group.GUARD, "`if not hasattr(self, '_x'):` builds `_x` once"),
     Heuristic(
+        "one-time-guard-capture", _ONCE, Group.GUARD,
+        "`if in_capture:`, `x if torch.cuda.is_current_stream_capturing() else y`: that branch runs while a CUDA "
+        "graph is captured, once per graph; replays never run Python (capturing hidden states, "
+        "`capture_aux_hidden_states`, is another thing and does not match)",
+        ("in_capture", "for_capture", "is_capturing", "is_current_stream_capturing", "is_graph_capture",
+         "is_capture_mode", "get_is_capture_mode", "for_cudagraph_capture", "for_cuda_graph_capture"),
+    ),
+    Heuristic(
         "one-time-guard-memo", _ONCE, Group.GUARD,
         "`if t is None:` storing `t` in a cache or back in its attribute, `if key not in cache:` filling it: "
         "once per key",
