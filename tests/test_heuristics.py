@@ -153,6 +153,19 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         False,
     ),
     (
+        "one-time-guard-debug",
+        """
+        import torch
+
+        class Pool:
+            def forward(self, ids, dev):
+                if self.debug_mode:
+                    ids = torch.tensor([1, 2], device=dev)
+                return ids
+        """,
+        False,
+    ),
+    (
         "one-time-guard-capture",
         """
         import torch

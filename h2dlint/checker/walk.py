@@ -15,9 +15,8 @@ from typing import AbstractSet, Callable, ClassVar, Dict, Iterable, List, Option
 from h2dlint.facts.allowed_syncs import sync_allowed_region
 from h2dlint.facts.constructs import accelerator_attributes
 from h2dlint.facts.guards import (
-    CAPTURE_GUARD,
     cached_build_guard,
-    capture_branch,
+    flag_branch,
     is_once_flag_guard,
     lazy_build_return,
     once_flags,
@@ -283,12 +282,12 @@ class Walk:
             self._visit_branches(node.test, node.body, node.orelse)
 
     def _visit_branches(self, test: ast.expr, body: Sequence[ast.AST], orelse: Sequence[ast.AST]) -> None:
-        """The two branches of `if test:` (or of `a if test else b`), the one that runs only during CUDA-graph
-        capture under its one-time guard."""
-        captured = capture_branch(test) if self._enabled(CAPTURE_GUARD) else None
-        for branch, runs_in_capture in ((body, captured is True), (orelse, captured is False)):
-            if runs_in_capture:
-                self._visit_guarded(branch, CAPTURE_GUARD, False)
+        """The two branches of `if test:` (or of `a if test else b`), the one that a capture or debugging flag
+        selects under its one-time guard."""
+        flagged = flag_branch(test, self._enabled)
+        for branch, is_body in ((body, True), (orelse, False)):
+            if flagged is not None and flagged[1] is is_body:
+                self._visit_guarded(branch, flagged[0], False)
             else:
                 self._visit_all(branch)
 

@@ -236,17 +236,22 @@ def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
 
 
 CAPTURE_GUARD = "one-time-guard-capture"
+DEBUG_GUARD = "one-time-guard-debug"
+FLAG_GUARDS = (CAPTURE_GUARD, DEBUG_GUARD)  # branches a flag's name selects
 
 
-def capture_branch(test: ast.expr) -> Optional[bool]:
-    """Whether the body (True) or the `else` (False) of `if test:` runs only during CUDA-graph capture: `test`
-    is a capture flag or call (`CAPTURE_GUARD`'s patterns: `in_capture`, `is_current_stream_capturing()`),
-    or its negation; None when it is not."""
+def flag_branch(test: ast.expr, enabled: Callable[[str], bool]) -> Optional[Tuple[str, bool]]:
+    """(the heuristic, whether the body (True) or the `else` (False) is the branch it makes one-time) when
+    `test` is a flag or flag call that one of `FLAG_GUARDS` names (`in_capture`,
+    `torch.cuda.is_current_stream_capturing()`, `self.debug_mode`), or its negation; None otherwise."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = capture_branch(test.operand)
-        return None if inner is None else not inner
+        inner = flag_branch(test.operand, enabled)
+        return None if inner is None else (inner[0], not inner[1])
     flag = test.func if isinstance(test, ast.Call) and not test.args else test
     if not isinstance(flag, (ast.Name, ast.Attribute)):
         return None
-    name = last_name(flag).lstrip("_")
-    return True if any(fnmatch.fnmatchcase(name, p) for p in BY_ID[CAPTURE_GUARD].patterns) else None
+    name = last_name(flag).lstrip("_").lower()
+    for heuristic in FLAG_GUARDS:
+        if enabled(heuristic) and any(fnmatch.fnmatchcase(name, p) for p in BY_ID[heuristic].patterns):
+            return heuristic, True
+    return None

@@ -133,8 +133,15 @@ def site_cold_reason(site: Site) -> Optional[str]:
     if site.in_graph_capture:
         return f"it runs under CUDA-graph capture ({site.capture}), which HTD106 reports"
     if site.one_time:
-        return "it is inside a one-time cached build (`if self._x is None:` / `if not hasattr(self, ...)`)"
+        return _ONE_TIME_BRANCHES.get(site.one_time, _CACHED_BUILD)
     return None
+
+
+_CACHED_BUILD = "it is inside a one-time cached build (`if self._x is None:` / `if not hasattr(self, ...)`)"
+_ONE_TIME_BRANCHES = {  # guards that are no cached build: what their branch is
+    "one-time-guard-capture": "it is in a branch that runs only during CUDA-graph capture",
+    "one-time-guard-debug": "it is in a branch that runs only when debugging is switched on",
+}
 
 
 def site_cold_heuristic(site: Site) -> Optional[str]:

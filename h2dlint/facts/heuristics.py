@@ -296,6 +296,11 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     ),
     Heuristic("one-time-guard-hasattr", _ONCE, Group.GUARD, "`if not hasattr(self, '_x'):` builds `_x` once"),
     Heuristic(
+        "one-time-guard-debug", _ONCE, Group.GUARD,
+        "`if self.debug_mode:`, `if envs.VLLM_DEBUG_WORKSPACE:`: a debugging switch, off when serving",
+        ("*debug*",),
+    ),
+    Heuristic(
         "one-time-guard-capture", _ONCE, Group.GUARD,
         "`if in_capture:`, `x if torch.cuda.is_current_stream_capturing() else y`: that branch runs while a CUDA "
         "graph is captured, once per graph; replays never run Python (capturing hidden states, "
