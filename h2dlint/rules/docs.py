@@ -105,7 +105,9 @@ PLACEMENT_SOURCES = """
         `.cpu()`, `.cuda()`, `.to(...)`, `.pin_memory()`, views and placement-preserving methods (`view`,
         slicing, `.long()`, `.contiguous()`, arithmetic with numbers), `torch.cat`/`stack` of tensors that agree,
         local names (tuple unpacking and `+=` included), `self.x` through every assignment in the class's
-        methods, and the return values of the module's functions and methods. Names are evidence too:
+        methods, the return values of the module's functions and methods, and a branch that tests the device
+        (inside `if x.is_cuda:` or `... if x.device.type == "cuda" else ...`, `x` is on the device; in the other
+        branch on the host). Names are evidence too:
         `*_cpu`, `*_host`, `*_np`, `cpu_*` and a buffer pair's `.cpu`/`.np` are on the host (memory unknown),
         `*_gpu`, `*_cuda` and `.gpu` on the device, and a tensor whose `<name>_cpu` sibling is in sight is the
         device copy (`placement-*` heuristics; `host-tensors` and `accelerator-tensors` add globs). Evidence
