@@ -10,14 +10,14 @@ Every face calls `settings_for_path(path, overrides)`: the CLI per file, the fla
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
+import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
-
-import pathspec
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.heat import LEVELS, PER_REQUEST
 from h2dlint.facts.heuristics import unknown_ids
@@ -26,10 +26,8 @@ from h2dlint.facts.settings import Settings, UsageError, selected_codes, unknown
 from h2dlint.project.helper_module import is_first_party
 from h2dlint.project.profile_file import profile_settings
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older Pythons only
-    import tomli as tomllib
+if TYPE_CHECKING:  # both imported where first needed: a run with no configuration and no patterns has no use
+    import pathspec  # for them, and they cost a warm run ~20 ms
 
 PYPROJECT = "pyproject.toml"
 
@@ -215,6 +213,11 @@ def _load(path: str, mtime_ns: int, size: int) -> Optional[ProjectConfig]:
 
 
 def _h2dlint_table(path: str) -> Optional[Mapping[str, Any]]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on older Pythons only
+        import tomli as tomllib
+
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
@@ -354,7 +357,9 @@ def _toml_repr(value: Any) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _spec(patterns: Tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+def _spec(patterns: Tuple[str, ...]) -> "pathspec.GitIgnoreSpec":
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
@@ -371,7 +376,14 @@ def _relative_posix(path: str, root: str) -> Optional[str]:
 DEFAULT_EXCLUDE = ("**/models/*/modular_*.py",)
 
 
+# What a file's own name must match for a pattern of DEFAULT_EXCLUDE to cover it: each pattern's last part
+# (none is `**`). Most names match none, so the patterns themselves, and pathspec, are rarely needed.
+_DEFAULT_EXCLUDE_NAME = re.compile("|".join(fnmatch.translate(p.rsplit("/", 1)[-1]) for p in DEFAULT_EXCLUDE)).match
+
+
 def _is_excluded_by_default(path: str) -> bool:
+    if not _DEFAULT_EXCLUDE_NAME(os.path.basename(path)):
+        return False
     return _spec(DEFAULT_EXCLUDE).match_file(os.path.abspath(path).replace(os.sep, "/").lstrip("/"))
 
 
