@@ -21,10 +21,14 @@ def enabled_rules(settings: Settings) -> List[Rule]:
     return [RULES_BY_CODE[code](settings) for code in enabled_codes(settings)]
 
 
-@functools.lru_cache(maxsize=64)
 def enabled_codes(settings: Settings) -> Tuple[str, ...]:
     """The rule codes `settings` selects; asked once per file by faces that filter findings per file."""
-    return selected_codes(ALL_CODES, settings.select, settings.ignore)
+    return _selected(settings.select, settings.ignore)
+
+
+@functools.lru_cache(maxsize=64)  # keyed on the two selections, not on the whole Settings: cheap to hash
+def _selected(select: Tuple[str, ...], ignore: Tuple[str, ...]) -> Tuple[str, ...]:
+    return selected_codes(ALL_CODES, select, ignore)
 
 
 @dataclass(frozen=True)

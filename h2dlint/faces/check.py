@@ -136,6 +136,9 @@ def _with_file_selection(results: Sequence[FileResult], overrides: Overrides) ->
     """Keep, in each file, the findings that its own configuration selects (`per-file-ignores`, nested tables)."""
     kept = []
     for result in results:
+        if not result.diagnostics:
+            kept.append(result)  # nothing to filter: most files of a tree, and their settings cost a warm run
+            continue
         codes = enabled_codes(settings_for_path(result.path, overrides))
         kept.append(FileResult(result.path, [d for d in result.diagnostics if d.code in codes], result.error))
     return kept

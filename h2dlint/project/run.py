@@ -111,6 +111,8 @@ def project_candidates(
     project: Project, exclude: Sequence[str] = (), excluded: Optional[Excluded] = None, also: Sequence[str] = ()
 ) -> List[Candidate]:
     found = discover(project.paths, exclude, excluded)
+    if not also:
+        return found
     known = {os.path.abspath(c.path) for c in found}
     return found + [c for c in discover(also) if os.path.abspath(c.path) not in known]
 
@@ -203,10 +205,11 @@ def _unchanged_keys(candidates: Sequence[Candidate], last: LastRun) -> Optional[
     for candidate in candidates:
         if candidate.error is not None:
             keys.append("!" + candidate.error)
-        elif not _same_stat(candidate.path, last):
-            return None
-        else:
-            keys.append(last.stats[os.path.abspath(candidate.path)][1])
+            continue
+        known = last.stats.get(os.path.abspath(candidate.path))
+        if known is None or known[0] is None or known[0] != file_stat(candidate.path):
+            return None  # as `_same_stat`, with one abspath per file: a warm run makes thousands
+        keys.append(known[1])
     return keys
 
 
