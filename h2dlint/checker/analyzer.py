@@ -3,48 +3,27 @@
 from __future__ import annotations
 
 import ast
-import functools
 import warnings
-from dataclasses import dataclass
 from functools import partial
-from typing import List, Optional, Sequence, Tuple
+from typing import Sequence, Tuple
 
 from h2dlint.checker.collector import summarize
+from h2dlint.checker.file_summary import (  # noqa: F401 - this module's API before they moved
+    FileSummary,
+    candidate_rules,
+    enabled_codes,
+    enabled_rules,
+    failure_reason,
+)
 from h2dlint.checker.jit import without_fixes_in_jit_code
 from h2dlint.facts.noqa import NoqaComments
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.recursion import with_room_to_recurse
-from h2dlint.facts.settings import Settings, UsageError, selected_codes
+from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError
 from h2dlint.facts.summary import ModuleSummary
-from h2dlint.rules import ALL_CODES, RULES_BY_CODE, Rule
+from h2dlint.rules import Rule
 from h2dlint.rules.fix_plan import plan_fix
-
-
-def enabled_rules(settings: Settings) -> List[Rule]:
-    return [RULES_BY_CODE[code](settings) for code in enabled_codes(settings)]
-
-
-@functools.lru_cache(maxsize=64)
-def enabled_codes(settings: Settings) -> Tuple[str, ...]:
-    """The rule codes `settings` selects; asked once per file by faces that filter findings per file."""
-    return selected_codes(ALL_CODES, settings.select, settings.ignore)
-
-
-@dataclass(frozen=True)
-class FileSummary:
-    """What one file contributes to a run, and what the cache keeps per file content."""
-
-    summary: ModuleSummary
-    suppressed: Tuple[bool, ...] = ()  # per site of `summary`: covered by a `# noqa` comment
-    error: Optional[str] = None  # one line, when the file could not be analysed
-
-
-def candidate_rules(text: str, rules: Sequence[Rule]) -> List[Rule]:
-    """The rules that may match in `text`: a substring test costing microseconds, not a parse."""
-    if "torch" not in text:
-        return []  # every rule needs a torch import
-    return [r for r in rules if r.may_match(text)]
 
 
 def summarize_source(text: str, settings: Settings, rules: Sequence[Rule]) -> FileSummary:
@@ -73,15 +52,6 @@ def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule],
     tree = _parse(text)
     summary = summarize(tree, lines, rules, partial(plan_fix, tree=tree, lines=lines), settings)
     return without_fixes_in_jit_code(summary, tree)
-
-
-def failure_reason(error: Exception) -> str:
-    """The one-line reason, for the user, why checking a file raised `error`."""
-    if isinstance(error, (SourceError, UsageError)):  # UsageError: the file's configuration is broken
-        return str(error)
-    if isinstance(error, RecursionError):
-        return "too deeply nested to analyse"
-    return f"internal error ({type(error).__name__}: {error}); please report it"
 
 
 def _parse(text: str) -> ast.Module:

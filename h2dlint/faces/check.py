@@ -14,12 +14,11 @@ import os
 import sys
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
-from h2dlint.checker.analyzer import enabled_codes, enabled_rules
+from h2dlint.checker.file_summary import enabled_codes, enabled_rules
 from h2dlint.faces.output import count_findings, fixable_lines, render, render_errors, render_statistics
 from h2dlint.faces.terminal import is_terminal, wants_colour, with_progress
 from h2dlint.facts.settings import DEFAULT_HELPER_MODULE, Settings, UsageError
 from h2dlint.facts.sources import SourceError, decode_source
-from h2dlint.fixing.baseline import add_noqa_to_file
 from h2dlint.project.config import (
     Overrides,
     config_for_path,
@@ -137,6 +136,9 @@ def _with_file_selection(results: Sequence[FileResult], overrides: Overrides) ->
     """Keep, in each file, the findings that its own configuration selects (`per-file-ignores`, nested tables)."""
     kept = []
     for result in results:
+        if not result.diagnostics:
+            kept.append(result)  # nothing to filter: most files of a tree, and their settings cost a warm run
+            continue
         codes = enabled_codes(settings_for_path(result.path, overrides))
         kept.append(FileResult(result.path, [d for d in result.diagnostics if d.code in codes], result.error))
     return kept
@@ -149,6 +151,8 @@ def _unusable_config_results() -> List[FileResult]:
 
 def _add_noqa(results: Sequence[FileResult]) -> int:
     """Suppress every current finding in place, to adopt h2dlint with a clean baseline."""
+    from h2dlint.fixing.baseline import add_noqa_to_file  # it imports the fixer: only `--add-noqa` needs it
+
     added, errors = 0, [r for r in results if r.error]
     for result in results:
         if result.diagnostics:

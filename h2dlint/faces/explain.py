@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Tuple
 
-from h2dlint.checker.analyzer import FileSummary
+from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, site_cold_heuristic, site_cold_reason
 from h2dlint.facts.sources import SourceError
 from h2dlint.facts.summary import FunctionInfo, Site

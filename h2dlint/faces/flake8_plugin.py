@@ -18,7 +18,7 @@ import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from h2dlint import __version__
-from h2dlint.checker.analyzer import failure_reason
+from h2dlint.checker.file_summary import failure_reason
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
 from h2dlint.project.config import settings_for_path

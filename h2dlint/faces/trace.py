@@ -12,10 +12,7 @@ import argparse
 import json
 import marshal
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from h2dlint.facts.observations import FunctionCount, Observations, SyncRecord, digest, render
@@ -88,6 +85,8 @@ def run_trace(args: argparse.Namespace) -> int:
 
 def _write_whole(path: str, text: str) -> None:
     """Write `path` whole or not at all: a temporary file beside it, then a rename."""
+    import tempfile  # this module's imports of the standard library wait for `trace`: `check` has no use for them
+
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".h2dlint-", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -113,6 +112,10 @@ def project_root(folder: str) -> str:
 
 def traced_run(command: Sequence[str], root: str, syncs: bool = True) -> Tuple[Observations, int]:
     """Run `command` with every Python process it starts counting calls; the merged records and its status."""
+    import shutil
+    import subprocess
+    import tempfile
+
     folder = tempfile.mkdtemp(prefix="h2dlint-trace-")
     try:
         out = os.path.join(folder, "out")
@@ -131,6 +134,8 @@ def traced_run(command: Sequence[str], root: str, syncs: bool = True) -> Tuple[O
 
 
 def _write_hook(folder: str) -> None:
+    import shutil
+
     shutil.copyfile(TRACER_SOURCE, os.path.join(folder, "_h2dlint_tracer.py"))
     shutil.copyfile(SYNCS_SOURCE, os.path.join(folder, "_h2dlint_syncs.py"))
     with open(os.path.join(folder, "sitecustomize.py"), "w", encoding="utf-8") as handle:

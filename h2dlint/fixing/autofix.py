@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from h2dlint.checker.analyzer import failure_reason
+from h2dlint.checker.file_summary import failure_reason
 from h2dlint.facts.heat import Heat
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, List, Optional, Sequence
 
-from h2dlint.checker.analyzer import enabled_codes, enabled_rules
+from h2dlint.checker.file_summary import enabled_codes, enabled_rules
 from h2dlint.facts.settings import Settings
 from h2dlint.fixing.autofix import FixOutcome, applies, fix_file
 from h2dlint.project.files import Excluded, discover

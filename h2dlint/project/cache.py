@@ -36,8 +36,7 @@ import hashlib
 import os
 import pickle
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import h2dlint
 from h2dlint.facts.settings import Settings
@@ -70,16 +69,56 @@ def default_cache_root(project_root: Optional[str] = None) -> str:
     return os.environ.get(ENVIRONMENT_VARIABLE) or os.path.join(os.path.abspath(project_root or "."), CACHE_DIR_NAME)
 
 
-@dataclass
 class LastRun:
-    """What the previous run saw and concluded, for skipping work when nothing (or little) changed."""
+    """What the previous run saw and concluded, for skipping work when nothing (or little) changed.
 
-    stats: Dict[str, Tuple[Stat, str]] = field(default_factory=dict)  # absolute path -> (stat, content key)
-    fingerprint: str = ""  # digest of every (path, content key) of that run
-    results: Any = None  # the run's results, reusable when the fingerprint matches
-    heat: Any = None  # the project heat per file, for one-file faces such as flake8
-    layout: str = ""  # digest of the run's files, in order: a run over the same files may reuse `heat`
-    names: Any = None  # the names of all the functions of the run's files
+    The project heat and the function names are two thirds of the stored record, and a run where nothing
+    changed reads neither: they are kept pickled apart inside it, and unpickled when first asked for."""
+
+    def __init__(
+        self,
+        stats: Optional[Dict[str, Tuple[Stat, str]]] = None,  # absolute path -> (stat, content key)
+        fingerprint: str = "",  # digest of every (path, content key) of that run
+        results: Any = None,  # the run's results, reusable when the fingerprint matches
+        heat: Any = None,  # the project heat per file, for one-file faces such as flake8
+        layout: str = "",  # digest of the run's files, in order: a run over the same files may reuse `heat`
+        names: Any = None,  # the names of all the functions of the run's files
+    ) -> None:
+        self.stats = {} if stats is None else stats
+        self.fingerprint, self.results, self.layout = fingerprint, results, layout
+        self._later: Union[Tuple[Any, Any], bytes] = (heat, names)  # or pickled, as stored
+
+    @property
+    def heat(self) -> Any:
+        return self._unpickled_later()[0]
+
+    @property
+    def names(self) -> Any:
+        return self._unpickled_later()[1]
+
+    def _unpickled_later(self) -> Tuple[Any, Any]:
+        if isinstance(self._later, bytes):
+            try:
+                self._later = pickle.loads(self._later)
+            except _UNREADABLE:
+                self._later = (None, None)  # as if that run had kept none: heat is recomputed
+        return self._later  # type: ignore[return-value]
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        later = self._later
+        if not isinstance(later, bytes):
+            later = pickle.dumps(later, protocol=pickle.HIGHEST_PROTOCOL)
+        return (_stored_run, (self.stats, self.fingerprint, self.results, self.layout, later))
+
+
+def _stored_run(stats: Dict[str, Tuple[Stat, str]], fingerprint: str, results: Any, layout: str, later: bytes) -> LastRun:
+    found = LastRun(stats, fingerprint, results, layout=layout)
+    found._later = later
+    return found
+
+
+# What unpickling an entry written by another h2dlint, or a damaged one, may raise.
+_UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError)
 
 
 class Cache:
@@ -99,7 +138,7 @@ class Cache:
         try:
             with open(self._entry(key), "rb") as handle:
                 return pickle.load(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError):
+        except _UNREADABLE:
             return None  # missing, or written by an incompatible h2dlint: recompute
 
     def store_summary(self, key: str, summary: Any) -> None:
@@ -109,7 +148,7 @@ class Cache:
         try:
             with open(self.last_run_path, "rb") as handle:
                 found = pickle.load(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError):
+        except _UNREADABLE:
             return LastRun()
         return found if isinstance(found, LastRun) else LastRun()
 

@@ -10,14 +10,14 @@ Every face calls `settings_for_path(path, overrides)`: the CLI per file, the fla
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
+import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
-
-import pathspec
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.heat import LEVELS, PER_REQUEST
 from h2dlint.facts.heuristics import unknown_ids
@@ -26,10 +26,8 @@ from h2dlint.facts.settings import Settings, UsageError, selected_codes, unknown
 from h2dlint.project.helper_module import is_first_party
 from h2dlint.project.profile_file import profile_settings
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older Pythons only
-    import tomli as tomllib
+if TYPE_CHECKING:  # both imported where first needed: a run with no configuration and no patterns has no use
+    import pathspec  # for them, and they cost a warm run ~20 ms
 
 PYPROJECT = "pyproject.toml"
 
@@ -123,13 +121,18 @@ def configs_remembered() -> Iterator[None]:
 def unusable_config(path: str) -> Optional[ConfigError]:
     """Why the configuration governing `path` cannot be used, or None. Within a run it is also kept for
     `unusable_configs`, so that each broken file is reported once, however many files it governs."""
+    found = _governing(path)
+    return found if isinstance(found, ConfigError) else None
+
+
+def _governing(path: str) -> Union[ProjectConfig, ConfigError, None]:
+    """`config_for_path`, with an unusable configuration returned (and kept, see `unusable_config`), not raised."""
     try:
-        config_for_path(path)
+        return config_for_path(path)
     except ConfigError as error:
         if _unusable is not None:
             _unusable.setdefault(str(error), error)
         return error
-    return None
 
 
 def unusable_configs() -> List[ConfigError]:
@@ -140,6 +143,8 @@ def unusable_configs() -> List[ConfigError]:
 def config_for_path(path: str) -> Optional[ProjectConfig]:
     """The nearest `[tool.h2dlint]` table at or above `path` (a file or a folder), or None."""
     folder = os.path.abspath(path)
+    if _remembered is not None and folder in _remembered:
+        return _known(_remembered[folder])  # a folder met before in this run: no need to ask the disk
     if not os.path.isdir(folder):
         folder = os.path.dirname(folder)
     return _config_at_or_above(folder)
@@ -176,18 +181,37 @@ def _config_in(folder: str) -> Optional[ProjectConfig]:
 
 
 def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: Optional[str] = None) -> Settings:
+    per_file = config.ignored_codes_for(path) if config and path else ()
+    profile = overrides.profile or (os.path.join(config.root, config.profile) if config and config.profile else None)
+    helper = helper_settings(config.helper_module if config else Settings.helper_module, config, path)
+    # The profile's fields carry its digest, read afresh each time: an edited profile makes new settings.
+    return _settings(config, overrides, per_file, _items(helper), _items(profile_settings(profile)))
+
+
+def _items(fields: Dict[str, Any]) -> Tuple[Tuple[str, Any], ...]:
+    return tuple(sorted(fields.items()))
+
+
+@functools.lru_cache(maxsize=256)
+def _settings(
+    config: Optional[ProjectConfig],
+    overrides: Overrides,
+    per_file: Tuple[str, ...],
+    helper: Tuple[Tuple[str, Any], ...],
+    profile: Tuple[Tuple[str, Any], ...],
+) -> Settings:
+    """One `Settings` per distinct input (a frozen value, so sharing it is safe): the files of a run share a
+    few configurations, and building one per file (its name tables) cost a warm run a third of its time."""
     select = config.select if config else ()
     ignore = config.ignore if config else ()
     if overrides.select is not None:
         select, ignore = overrides.select, ()
-    per_file = config.ignored_codes_for(path) if config and path else ()
-    profile = overrides.profile or (os.path.join(config.root, config.profile) if config and config.profile else None)
     return Settings(
         select=select,
         ignore=ignore + overrides.ignore + per_file,
         extend_hot_functions=(config.extend_hot_functions if config else ()) + overrides.extend_hot_functions,
         extend_cold_functions=(config.extend_cold_functions if config else ()) + overrides.extend_cold_functions,
-        **helper_settings(config.helper_module if config else Settings.helper_module, config, path),
+        **dict(helper),
         accelerator_tensors=config.accelerator_tensors if config else (),
         host_tensors=config.host_tensors if config else (),
         sync_allowed_contexts=config.sync_allowed_contexts if config else Settings.sync_allowed_contexts,
@@ -196,7 +220,7 @@ def settings_from(config: Optional[ProjectConfig], overrides: Overrides, path: O
         replace_hot_functions=config.hot_functions if config else None,
         replace_cold_functions=config.cold_functions if config else None,
         profile_min_calls=config.profile_min_calls if config else Settings.profile_min_calls,
-        **profile_settings(profile),
+        **dict(profile),
         disable_heuristics=(config.disable_heuristics if config else ()) + overrides.disable_heuristics,
     )
 
@@ -215,6 +239,11 @@ def _load(path: str, mtime_ns: int, size: int) -> Optional[ProjectConfig]:
 
 
 def _h2dlint_table(path: str) -> Optional[Mapping[str, Any]]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on older Pythons only
+        import tomli as tomllib
+
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
@@ -354,7 +383,9 @@ def _toml_repr(value: Any) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _spec(patterns: Tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+def _spec(patterns: Tuple[str, ...]) -> "pathspec.GitIgnoreSpec":
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
@@ -371,7 +402,14 @@ def _relative_posix(path: str, root: str) -> Optional[str]:
 DEFAULT_EXCLUDE = ("**/models/*/modular_*.py",)
 
 
+# What a file's own name must match for a pattern of DEFAULT_EXCLUDE to cover it: each pattern's last part
+# (none is `**`). Most names match none, so the patterns themselves, and pathspec, are rarely needed.
+_DEFAULT_EXCLUDE_NAME = re.compile("|".join(fnmatch.translate(p.rsplit("/", 1)[-1]) for p in DEFAULT_EXCLUDE)).match
+
+
 def _is_excluded_by_default(path: str) -> bool:
+    if not _DEFAULT_EXCLUDE_NAME(os.path.basename(path)):
+        return False
     return _spec(DEFAULT_EXCLUDE).match_file(os.path.abspath(path).replace(os.sep, "/").lstrip("/"))
 
 
@@ -379,9 +417,9 @@ def excluded_by_config(path: str, is_dir: bool) -> bool:
     """Whether `exclude` in the configuration governing `path` covers it. A folder is governed by the
     configuration of the folder holding it, not by one inside it."""
     folder = os.path.dirname(os.path.abspath(path))
-    if unusable_config(folder) is not None:
+    config = _governing(folder)
+    if isinstance(config, ConfigError):
         return not is_dir  # its files are not checked; a folder below may have a configuration of its own
-    config = config_for_path(folder)
     if (config is None or config.default_exclude) and not is_dir and _is_excluded_by_default(path):
         return True
     if config is None or not config.exclude:

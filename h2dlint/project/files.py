@@ -27,6 +27,7 @@ class Candidate:
     error: Optional[str] = None
 
 
+GITIGNORE = ".gitignore"
 _Ignore = Tuple[str, "pathspec.GitIgnoreSpec"]  # a folder and the patterns that apply below it
 Excluded = Callable[[str, bool], bool]  # (path, is_dir) -> skip it; e.g. a configuration's `exclude`
 
@@ -43,7 +44,7 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), excluded: Option
             found.append(Candidate(path))
         else:
             found.append(Candidate(path, "not a regular file"))
-    return _first_of_each(found)
+    return _first_of_each(found) if len(paths) > 1 else found  # one path's walk meets each file once
 
 
 def _first_of_each(candidates: List[Candidate]) -> List[Candidate]:
@@ -69,7 +70,7 @@ def _walk(top: str, exclude: Sequence[str], excluded: Excluded) -> Iterator[str]
     inherited = {os.path.normpath(top): base}
     for folder, dirs, files in os.walk(top):
         here = inherited.pop(os.path.normpath(folder))
-        local = _read_gitignore(folder)
+        local = _read_gitignore(folder) if GITIGNORE in files else None  # the listing says: no failed open per folder
         if local is not None:
             here = here + [(folder, local)]
         dirs[:] = sorted(
@@ -122,7 +123,7 @@ def _spec(lines: Sequence[str]) -> "pathspec.GitIgnoreSpec":
 
 def _read_gitignore(folder: str) -> "Optional[pathspec.GitIgnoreSpec]":
     try:
-        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+        with open(os.path.join(folder, GITIGNORE), encoding="utf-8", errors="replace") as handle:
             return _spec(handle.read().splitlines())
     except OSError:
         return None
@@ -130,6 +131,8 @@ def _read_gitignore(folder: str) -> "Optional[pathspec.GitIgnoreSpec]":
 
 def _ignored(path: str, is_dir: bool, ignores: Sequence[_Ignore]) -> bool:
     """Git's rule: the deepest `.gitignore` with a matching pattern decides, and `!` patterns re-include."""
+    if not ignores:
+        return False
     verdict = None
     absolute = os.path.abspath(path)
     for base, spec in ignores:

@@ -9,13 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from h2dlint.checker.analyzer import (
-    FileSummary,
-    candidate_rules,
-    enabled_rules,
-    failure_reason,
-    summarize_text,
-)
+from h2dlint.checker.file_summary import FileSummary, candidate_rules, enabled_rules, failure_reason
 from h2dlint.checker.call_graph import ModuleGraph
 from h2dlint.facts.heat import PER_REQUEST, PER_STEP, Heat, at_least, site_heuristic, site_level, site_reason_for
 from h2dlint.facts.settings import Settings
@@ -129,6 +123,8 @@ def check_source_with_heat(
     candidates = candidate_rules(text, rules)
     if not candidates:
         return []  # nor can any rule match without its trigger words
+    from h2dlint.checker.analyzer import summarize_text  # the walk: imported once a file must be analysed
+
     file = summarize_text(text, settings, candidates)
     summary = file.summary
     if known is None:

@@ -9,13 +9,11 @@ when the text is the file's content on disk, else the text checked with the heat
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from h2dlint.checker.analyzer import enabled_codes
+from h2dlint.checker.file_summary import enabled_codes
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
 from h2dlint.project.cache import LastRun, content_key, locked
@@ -97,6 +95,8 @@ def shared_index(project: Project, settings: Settings) -> ProjectIndex:
     fresh = fresh_index(project, settings, excluded_by_config)
     if fresh is not None:
         return ProjectIndex(fresh)
+    import multiprocessing  # only a stale index needs it: `h2dlint check` imports this module too
+
     cache = project_cache(project, settings)
     with locked(cache.lock_path):  # type: ignore[union-attr]
         fresh = fresh_index(project, settings, excluded_by_config)
@@ -115,6 +115,8 @@ def _built_by_the_cli(project: Project) -> bool:
     the same project with the same settings, so it stores exactly the index this process then reads."""
     named = ["--project", project.root, project.root] if project.root is not None else list(project.paths)
     command = [sys.executable, "-m", "h2dlint", "check", "--quiet", "--output-format", "concise", *named]
+    import subprocess  # imported here for the same reason as multiprocessing above
+
     try:
         done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     except OSError:

@@ -18,7 +18,7 @@ import os
 from dataclasses import replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from h2dlint.checker.analyzer import FileSummary
+from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, Key
 from h2dlint.facts.placement import PENDING_EVIDENCE
 from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementQuery, Site

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from h2dlint.checker.analyzer import FileSummary, enabled_rules, failure_reason, summarize_source
+from h2dlint.checker.file_summary import FileSummary, enabled_rules, failure_reason
 from h2dlint.facts.heat import Heat, Key
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
@@ -37,6 +37,7 @@ from h2dlint.project.module_names import module_names
 from h2dlint.project.observed import observe
 from h2dlint.project.placement_links import PlacementLinks, relink
 from h2dlint.project.roots import Project
+from h2dlint.rules import Rule
 
 # Below this many files to parse, starting worker processes costs more than it saves.
 SERIAL_BELOW = 48
@@ -110,6 +111,8 @@ def project_candidates(
     project: Project, exclude: Sequence[str] = (), excluded: Optional[Excluded] = None, also: Sequence[str] = ()
 ) -> List[Candidate]:
     found = discover(project.paths, exclude, excluded)
+    if not also:
+        return found
     known = {os.path.abspath(c.path) for c in found}
     return found + [c for c in discover(also) if os.path.abspath(c.path) not in known]
 
@@ -202,10 +205,11 @@ def _unchanged_keys(candidates: Sequence[Candidate], last: LastRun) -> Optional[
     for candidate in candidates:
         if candidate.error is not None:
             keys.append("!" + candidate.error)
-        elif not _same_stat(candidate.path, last):
-            return None
-        else:
-            keys.append(last.stats[os.path.abspath(candidate.path)][1])
+            continue
+        known = last.stats.get(os.path.abspath(candidate.path))
+        if known is None or known[0] is None or known[0] != file_stat(candidate.path):
+            return None  # as `_same_stat`, with one abspath per file: a warm run makes thousands
+        keys.append(known[1])
     return keys
 
 
@@ -406,6 +410,14 @@ def _init_worker(settings: Settings, cache_root: Optional[str]) -> None:
     _WORKER["settings"] = settings
     _WORKER["rules"] = enabled_rules(settings)
     _WORKER["cache"] = Cache(settings, cache_root) if cache_root is not None else None
+
+
+def summarize_source(text: str, settings: Settings, rules: Sequence[Rule]) -> FileSummary:
+    """`analyzer.summarize_source`, imported when a first file must be analysed: a run that takes every
+    summary from the cache (the warm run) never imports the walk."""
+    from h2dlint.checker.analyzer import summarize_source as summarize
+
+    return summarize(text, settings, rules)
 
 
 def _summarize_file(path: str) -> _Outcome:
