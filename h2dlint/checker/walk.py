@@ -26,6 +26,7 @@ from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.placement import default_device, device_context
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, conventions_from
+from h2dlint.facts.placement_regions import regions_possible
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
@@ -70,7 +71,9 @@ class Walk:
         self._names.push(bindings)
         if self._resolve_names:
             conventions = conventions_from(self._settings)
-            self.context.placements = ModulePlacements(module, bindings, conventions, self._walrus, self._mirrors())
+            self.context.placements = ModulePlacements(
+                module, bindings, conventions, self._walrus, self._mirrors(), regions_possible(self._lines)
+            )
             self.context.default_device = default_device(module, self._names)
         self._frames.append(Frame(FrameKind.MODULE, ""))
         self._visit_all(module.body)
@@ -81,7 +84,7 @@ class Walk:
         if not any("torch" in line for line in self._lines):
             return None
         return ModulePlacements(module, module_bindings(module, self._walrus), conventions_from(self._settings),
-                                self._walrus, self._mirrors())
+                                self._walrus, self._mirrors(), regions_possible(self._lines))
 
     def _mirrors(self) -> bool:
         """Whether the source names anything like a host mirror (`x_cpu`): else none is looked for."""

@@ -20,12 +20,26 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Position = Tuple[int, int]  # (line, column)
 
 
+# Words without which a source has no device test, or no device-context block: the regions of such a file are
+# never looked for (walking every function for them would cost a tenth of a cold run).
+DEVICE_TEST_WORDS = ("is_cuda", "is_cpu", "device.type")
+DEVICE_BLOCK_WORDS = ("with ",)
+
+
+def regions_possible(lines: Sequence[str]) -> Tuple[bool, bool]:
+    """(whether the source may hold device-context blocks, whether it may hold device tests)."""
+    blocks = any(w in line and "device" in line for line in lines for w in DEVICE_BLOCK_WORDS)
+    return blocks, any(w in line for line in lines for w in DEVICE_TEST_WORDS)
+
+
 class Regions:
     """Per function of one module, computed on first use: its device-context blocks and its device tests."""
 
-    def __init__(self, default_device: Optional[str]) -> None:
-        """`default_device`: why the module's tensors default to a device (`torch.set_default_device`), or None."""
+    def __init__(self, default_device: Optional[str], possible: Tuple[bool, bool] = (True, True)) -> None:
+        """`default_device`: why the module's tensors default to a device (`torch.set_default_device`), or None;
+        `possible`: `regions_possible` of its source (which regions to look for)."""
         self._default_device = default_device
+        self._blocks_possible, self._tests_possible = possible
         self._blocks: Dict[int, List[Tuple[int, int, str]]] = {}  # by id of the function node
         self._tests: Dict[int, List["DeviceTest"]] = {}
 
@@ -38,6 +52,8 @@ class Regions:
 
     def tested(self, function: Optional[FunctionNode], expr: ast.expr, names: NameResolver) -> Optional[Placement]:
         """What the innermost `x.is_cuda`-like test around `expr` says of it, when it tests the same value."""
+        if not self._tests_possible:
+            return None
         key = id(function)
         if key not in self._tests:
             self._tests[key] = device_tests(own_nodes(function)) if function is not None else []
@@ -52,6 +68,8 @@ class Regions:
 
     def _device_blocks(self, function: Optional[FunctionNode], names: NameResolver) -> List[Tuple[int, int, str]]:
         key = id(function)
+        if not self._blocks_possible:
+            return []
         if key not in self._blocks:
             self._blocks[key] = [
                 (node.lineno, node.end_lineno or node.lineno, why)

@@ -55,9 +55,16 @@ class ModulePlacements:
     """The placement knowledge of one module, shared by every point of it; summaries are cached."""
 
     def __init__(
-        self, module: ast.Module, module_scope: Bindings, conventions: Conventions, walrus: bool, mirrors: bool = True
+        self,
+        module: ast.Module,
+        module_scope: Bindings,
+        conventions: Conventions,
+        walrus: bool,
+        mirrors: bool = True,
+        regions: Tuple[bool, bool] = (True, True),
     ) -> None:
-        """`mirrors`: whether the source may name a host mirror (`MIRROR_SUFFIXES`), which only then is looked for."""
+        """`mirrors`: whether the source may name a host mirror (`MIRROR_SUFFIXES`), which only then is looked for;
+        `regions`: which regions it may hold (`placement_regions.regions_possible`)."""
         self._mirrors = mirrors
         self._module_scope = module_scope
         self._conventions = conventions
@@ -71,7 +78,7 @@ class ModulePlacements:
         self._in_progress: Set[Tuple[str, str]] = set()
         self._known_names: Dict[int, FrozenSet[str]] = {}
         self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
-        self._regions = Regions(default_device(module, NameResolver.of(module_scope)))
+        self._regions = Regions(default_device(module, NameResolver.of(module_scope)), regions)
         self._imported, self._star_import = imported_names(module.body)
         self._assumed: Dict[PlacementQuery, Placement] = {}  # while a rule's match is tried for each answer
         self._hypothetical: Dict[Tuple[str, str], Placement] = {}  # summaries under `_assumed`
