@@ -10,7 +10,19 @@ dict items, conditional expressions), so calls and sites are recorded in the ord
 from __future__ import annotations
 
 import ast
-from typing import AbstractSet, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
+from typing import (
+    AbstractSet,
+    Callable,
+    ClassVar,
+    Dict,
+    FrozenSet,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+)
 
 from h2dlint.facts.allowed_syncs import sync_allowed_region
 from h2dlint.facts.constructs import accelerator_attributes
@@ -25,7 +37,7 @@ from h2dlint.facts.guards import (
 from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.placement import default_device, device_context
-from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, conventions_from
+from h2dlint.facts.placement_conventions import conventions_from, mirror_names
 from h2dlint.facts.placement_regions import regions_possible
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
@@ -86,9 +98,10 @@ class Walk:
         return ModulePlacements(module, module_bindings(module, self._walrus), conventions_from(self._settings),
                                 self._walrus, self._mirrors(), regions_possible(self._lines))
 
-    def _mirrors(self) -> bool:
-        """Whether the source names anything like a host mirror (`x_cpu`): else none is looked for."""
-        return any(suffix in line for line in self._lines for suffix in MIRROR_SUFFIXES)
+    def _mirrors(self) -> FrozenSet[str]:
+        """The names like a host mirror (`seq_lens_cpu`) that the source uses: only their tensors' mirrors are
+        looked for."""
+        return mirror_names("\n".join(self._lines))
 
     def _record_class(self, node: ast.ClassDef, qualname: str) -> None:
         raise NotImplementedError

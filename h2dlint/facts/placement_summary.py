@@ -28,7 +28,7 @@ from h2dlint.facts.placement import (
     device_context,
     placement_of,
 )
-from h2dlint.facts.placement_conventions import Conventions, mirror_of
+from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of
 from h2dlint.facts.placement_regions import Regions, own_nodes
 from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
@@ -60,10 +60,11 @@ class ModulePlacements:
         module_scope: Bindings,
         conventions: Conventions,
         walrus: bool,
-        mirrors: bool = True,
+        mirrors: Optional[FrozenSet[str]] = None,
         regions: Tuple[bool, bool] = (True, True),
     ) -> None:
-        """`mirrors`: whether the source may name a host mirror (`MIRROR_SUFFIXES`), which only then is looked for;
+        """`mirrors`: the names like a host mirror (`MIRROR_SUFFIXES`) that the source uses, None for any: a
+        tensor's mirror is looked for only when its name with a suffix is one of them;
         `regions`: which regions it may hold (`placement_regions.regions_possible`)."""
         self._mirrors = mirrors
         self._module_scope = module_scope
@@ -98,7 +99,9 @@ class ModulePlacements:
             device_context=lambda node: self._regions.device_context(function, node, names),
             attribute=lambda name, depth: self.attribute(class_name, name, depth),
             returned=lambda call, depth: self.returned(call, class_name, depth, names),
-            convention=lambda expr: self._conventions.placement(expr, lambda: self._names_in(class_name, function)),
+            convention=lambda expr: self._conventions.placement(
+                expr, lambda: self._names_in(class_name, function) if self._may_be_mirrored(expr) else frozenset()
+            ),
             appended=lambda name: self._appended(function).get(name, ()),
             tested=lambda expr: self._regions.tested(function, expr, names),
         )
@@ -315,10 +318,19 @@ class ModulePlacements:
             self._function_scopes[id(function)] = function_bindings(function, self._walrus)
         return NameResolver.of(*scopes, self._function_scopes[id(function)])
 
+    def _may_be_mirrored(self, expr: ast.expr) -> bool:
+        """Whether the source uses the name of `expr` (or of the tensor it slices) with a mirror's suffix."""
+        if self._mirrors is None:
+            return True
+        while isinstance(expr, ast.Subscript):
+            expr = expr.value
+        name = last_name(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
+        return name is not None and any(name + suffix in self._mirrors for suffix in MIRROR_SUFFIXES)
+
     def _names_in(self, class_name: Optional[str], function: Optional[FunctionNode]) -> FrozenSet[str]:
         """The names and attribute names used in `function`, and the attributes its class assigns."""
         key = id(function)
-        if not self._mirrors:
+        if self._mirrors is not None and not self._mirrors:
             return frozenset()
         if key not in self._known_names:
             used: Set[str] = set()
