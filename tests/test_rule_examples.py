@@ -96,9 +96,9 @@ def test_rule_is_documented_in_ruff_sections_in_order(rule):
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
 def test_rule_options_are_configuration_keys_it_can_read(rule):
-    from h2dlint.project.config import _READERS
+    from h2dlint.project.config_keys import READERS
 
-    assert set(rule.options) <= set(_READERS)
+    assert set(rule.options) <= set(READERS)
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
