@@ -16,7 +16,6 @@ and with any number of workers: a file's summary depends only on its content and
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
 from h2dlint.facts.summary import ModuleSummary
 from h2dlint.project.cache import Cache, LastRun, Stat, content_key, default_cache_root, file_stat
+from h2dlint.project.fingerprints import content_keys, fingerprint, layout_key, same_stat, unchanged_since
 from h2dlint.project.confirmed import with_observed_syncs
 from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.findings import FileResult, diagnostics
@@ -104,7 +104,7 @@ def fresh_index(
     with collector_paused():
         candidates = project_candidates(project, (), excluded)
         last = project_cache(project, settings, True).load_last_run()  # type: ignore[union-attr]
-        return last if _unchanged_since(candidates, last) else None
+        return last if unchanged_since(candidates, last) else None
 
 
 def project_candidates(
@@ -129,7 +129,7 @@ def _check_candidates(
     progress: Optional[Progress] = None,
 ) -> LastRun:
     last = cache.load_last_run() if cache is not None else LastRun()
-    if _unchanged_since(candidates, last):
+    if unchanged_since(candidates, last):
         return last  # nothing changed since the last run
     summarised: Dict[str, _Outcome] = {}
     rechecked = _recheck_changed(candidates, settings, jobs, cache, last, progress, summarised) if cache else None
@@ -140,11 +140,6 @@ def _check_candidates(
     if cache is not None:
         cache.store_last_run(found)
     return found
-
-
-def _unchanged_since(candidates: Sequence[Candidate], last: LastRun) -> bool:
-    unchanged = _unchanged_keys(candidates, last)
-    return bool(unchanged is not None and last.fingerprint == _fingerprint(candidates, unchanged) and last.results)
 
 
 def analyse_paths(
@@ -196,50 +191,6 @@ def file_heat(heat: Dict[Key, Heat], module: str, file: FileSummary) -> Dict[str
     return {q: found for q in file.summary.functions if (found := heat.get((module, q))) is not None}
 
 
-# --- the cache's fast path: nothing changed -------------------------------------------------------------------
-
-
-def _unchanged_keys(candidates: Sequence[Candidate], last: LastRun) -> Optional[List[str]]:
-    """The content key of every candidate, when all of them still have the stat the last run saw."""
-    keys = []
-    for candidate in candidates:
-        if candidate.error is not None:
-            keys.append("!" + candidate.error)
-            continue
-        known = last.stats.get(os.path.abspath(candidate.path))
-        if known is None or known[0] is None or known[0] != file_stat(candidate.path):
-            return None  # as `_same_stat`, with one abspath per file: a warm run makes thousands
-        keys.append(known[1])
-    return keys
-
-
-def _same_stat(path: str, last: LastRun) -> bool:
-    known = last.stats.get(os.path.abspath(path))
-    return known is not None and known[0] is not None and known[0] == file_stat(path)
-
-
-def _fingerprint(candidates: Sequence[Candidate], keys: Sequence[str]) -> str:
-    return _digest(f"{candidate.path}\0{key}" for candidate, key in zip(candidates, keys))
-
-
-def _layout(candidates: Sequence[Candidate]) -> str:
-    """Which files a run covers, in which order, and which of them could not be found: what module names and
-    the order of propagation (which breaks ties between call chains) depend on."""
-    return _digest(f"{candidate.path}\0{candidate.error}" for candidate in candidates)
-
-
-def _digest(lines: Iterable[str]) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    for line in lines:
-        digest.update(f"{line}\n".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
-
-
-def _content_keys(candidates: Sequence[Candidate], key_of: Callable[[str], str]) -> List[str]:
-    """Each candidate's content key (`key_of` its path), or why it could not be found."""
-    return ["!" + c.error if c.error is not None else key_of(c.path) for c in candidates]
-
-
 def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
     stats = {os.path.abspath(p): stat for p, stat in run.stats.items()}
     complete = all(c.error is not None or c.path in run.stats for c in candidates)
@@ -249,11 +200,11 @@ def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
     }
     return LastRun(
         stats=stats,
-        fingerprint=_fingerprint(candidates, _content_keys(candidates, lambda p: run.stats[p][1])) if complete else "",
+        fingerprint=fingerprint(candidates, content_keys(candidates, lambda p: run.stats[p][1])) if complete else "",
         results={r.path: r for r in run.results},
         heat=heat,
         # Heat is kept by absolute path: a run naming one file twice cannot reuse it.
-        layout=_layout(candidates) if complete and len(heat) == len(run.summaries) else "",
+        layout=layout_key(candidates) if complete and len(heat) == len(run.summaries) else "",
         # What a call may name: a function, or a dispatch table (whose calls name the table).
         names=frozenset(f.name for file in run.summaries.values() for f in file.summary.functions.values())
         | frozenset(table for file in run.summaries.values() for table in file.summary.tables),
@@ -277,11 +228,11 @@ def _recheck_changed(
     heat it found then still holds, but for the lines of loops that moved, so only the changed files, and
     those whose messages name a moved loop, have their findings recomputed. None when that does not apply:
     the caller runs the whole analysis, with the changed files' new summaries, left in `summarised`."""
-    if not last.layout or last.names is None or last.layout != _layout(candidates):
+    if not last.layout or last.names is None or last.layout != layout_key(candidates):
         return None
     if settings.profile:
         return None  # an edited file no longer matches the trace: its functions' heat changes
-    changed = [c.path for c in candidates if c.error is None and not _same_stat(c.path, last)]
+    changed = [c.path for c in candidates if c.error is None and not same_stat(c.path, last)]
     stats, heat = dict(last.stats), dict(last.heat)
     files: Dict[str, FileSummary] = {}  # by path as given: the files whose findings are recomputed
     moved: Dict[str, MovedLoops] = {}  # by module
@@ -303,8 +254,8 @@ def _recheck_changed(
         results[path] = FileResult(path, diagnostics(file, file_heat, module, settings.min_level), file.error)
     if not relink(candidates, cache, last.stats, stats, heat, files, settings.min_level, results):
         return None
-    keys = _content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])
-    return LastRun(stats, _fingerprint(candidates, keys), results, heat, last.layout, last.names)
+    keys = content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])
+    return LastRun(stats, fingerprint(candidates, keys), results, heat, last.layout, last.names)
 
 
 def _moved_loops(
