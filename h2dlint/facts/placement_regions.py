@@ -10,6 +10,7 @@ use); an attribute only as written (`self.buf`). Host from a test says nothing o
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -20,16 +21,17 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Position = Tuple[int, int]  # (line, column)
 
 
-# Words without which a source has no device test, or no device-context block: the regions of such a file are
-# never looked for (walking every function for them would cost a tenth of a cold run).
+# Without these words a source has no device test, and without a `with` header naming a device no
+# device-context block: the regions of such a file are never looked for (walking every function for them would
+# cost a tenth of a cold run). `[^:]*` lets the header span lines (`with (\n torch.device(...),\n):`).
 DEVICE_TEST_WORDS = ("is_cuda", "is_cpu", "device.type")
-DEVICE_BLOCK_WORDS = ("with ",)
+_DEVICE_BLOCK_HEADER = re.compile(r"\bwith\b[^:]*device")
 
 
 def regions_possible(lines: Sequence[str]) -> Tuple[bool, bool]:
     """(whether the source may hold device-context blocks, whether it may hold device tests)."""
-    blocks = any(w in line and "device" in line for line in lines for w in DEVICE_BLOCK_WORDS)
-    return blocks, any(w in line for line in lines for w in DEVICE_TEST_WORDS)
+    text = "\n".join(lines)
+    return _DEVICE_BLOCK_HEADER.search(text) is not None, any(word in text for word in DEVICE_TEST_WORDS)
 
 
 class Regions:
@@ -62,8 +64,9 @@ class Regions:
             if not test.covers(expr):
                 continue
             written = written or ast.unparse(expr)
-            if ast.unparse(test.tested) == written and _same_value(expr, test.tested, names):
-                return Placement(Place.DEVICE if test.on_device else Place.HOST, test.why())
+            if ast.unparse(test.tested) == written:
+                holds = _same_value(expr, test.tested, names) and not _rebound_before(expr, written, test.nodes)
+                return Placement(test.place, test.why()) if holds else None
         return None
 
     def _device_blocks(self, function: Optional[FunctionNode], names: NameResolver) -> List[Tuple[int, int, str]]:
@@ -92,67 +95,121 @@ def own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
 
 
 def _same_value(use: ast.expr, tested: ast.expr, names: NameResolver) -> bool:
-    """Whether the name `use` still holds what was tested (the same binding reaches both); attributes are
-    taken as written."""
+    """Whether no other binding of the name `use` reaches it than the one tested (attributes: as written)."""
     if isinstance(use, ast.Name) and isinstance(tested, ast.Name):
         return names.value_at(use) is names.value_at(tested)
     return True
 
 
+def _rebound_before(use: ast.expr, written: str, nodes: Sequence[ast.AST]) -> bool:
+    """Whether the branch `nodes` binds `written` (a name, or an attribute as written) before `use` runs: an
+    assignment that ends before it, a loop, `with` or walrus target, or a comprehension or lambda around it
+    that binds the name anew."""
+    here = (use.lineno, use.col_offset)
+    for node in (sub for top in nodes for sub in ast.walk(top)):
+        if not any(ast.unparse(target) == written for target in _targets(node)):
+            continue
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)):
+            if _start(node) <= here <= (node.end_lineno, node.end_col_offset):  # type: ignore[operator]
+                return True
+        elif _bound_at(node) <= here:
+            return True
+    return False
+
+
+def _targets(node: ast.AST) -> List[ast.expr]:
+    """What `node` binds: assignment, loop, `with` and walrus targets (unpacked), comprehension and lambda names."""
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        targets = [generator.target for generator in node.generators]
+    elif isinstance(node, ast.Lambda):
+        return [ast.Name(arg.arg) for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+    else:
+        return []
+    return [sub for target in targets for sub in ast.walk(target) if isinstance(sub, (ast.Name, ast.Attribute))]
+
+
+def _start(node: ast.AST) -> Position:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def _bound_at(node: ast.AST) -> Position:
+    """Where a binding takes effect: an assignment or walrus once its value is computed (its end); a loop or
+    `with` target before its body (its start)."""
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+        return _start(node)
+    return (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined, return-value]
+
+
 @dataclass(frozen=True)
 class DeviceTest:
-    """A region (`start` to `end`) where the tensor `tested` is on the device (`on_device`) or the host."""
+    """A branch (`nodes`, from `start` to `end`) where the tensor `tested` is at `place`: the device or the host."""
 
     start: Position
     end: Position
     tested: ast.expr
-    on_device: bool
+    place: Place
     test: ast.expr
+    nodes: Tuple[ast.AST, ...]
 
     def covers(self, node: ast.expr) -> bool:
         return self.start <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= self.end  # type: ignore[operator]
 
     def why(self) -> str:
-        side = "on the device" if self.on_device else "on the host"
+        side = "on the device" if self.place is Place.DEVICE else "on the host"
         return f"is tested to be {side} (`{ast.unparse(self.test)}` at line {self.test.lineno})"
 
 
+Sides = Tuple[Optional[Place], Optional[Place]]  # where the tested tensor is when the test is true, when false
+
+
 def device_tests(nodes: Iterable[ast.AST]) -> List[DeviceTest]:
-    """The regions of `nodes` (a function's own nodes) whose placement a device test decides."""
+    """The branches of `nodes` (a function's own nodes) whose placement a device test decides."""
     found: List[DeviceTest] = []
     for node in nodes:
         if isinstance(node, (ast.If, ast.IfExp)):
             decided = _decides(node.test)
             if decided is not None:
-                tested, on_device = decided
-                found += _regions(node, tested, on_device)
+                found += _regions(node, *decided)
     return found
 
 
-def _regions(node: ast.AST, tested: ast.expr, on_device: bool) -> List[DeviceTest]:
-    test = node.test  # type: ignore[attr-defined]
-    branches: Sequence[Tuple[object, bool]] = ((node.body, on_device), (node.orelse, not on_device))  # type: ignore[attr-defined]
+def _regions(node: ast.AST, tested: ast.expr, sides: Sides) -> List[DeviceTest]:
+    branches = ((node.body, sides[0]), (node.orelse, sides[1]))  # type: ignore[attr-defined]
     regions = []
-    for branch, side in branches:
-        parts = branch if isinstance(branch, list) else [branch]
-        if parts:
+    for branch, place in branches:
+        parts = tuple(branch) if isinstance(branch, list) else (branch,)
+        if parts and place is not None:
             first, last = parts[0], parts[-1]
             start, end = (first.lineno, first.col_offset), (last.end_lineno, last.end_col_offset)
-            regions.append(DeviceTest(start, end, tested, side, test))  # type: ignore[arg-type]
+            regions.append(DeviceTest(start, end, tested, place, node.test, parts))  # type: ignore[arg-type, attr-defined]
     return regions
 
 
-def _decides(test: ast.expr) -> Optional[Tuple[ast.expr, bool]]:
-    """(the tensor tested, whether the test being true means it is on the device), or None."""
+# Not CUDA is not the host (XPU, NPU, MPS), and not the CPU is some device: only a test that names the side
+# decides it.
+_IS_CUDA: Sides = (Place.DEVICE, None)
+_IS_CPU: Sides = (Place.HOST, Place.DEVICE)
+
+
+def _decides(test: ast.expr) -> Optional[Tuple[ast.expr, Sides]]:
+    """(the tensor tested, where it is when the test is true and when false), or None."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _decides(test.operand)
-        return (inner[0], not inner[1]) if inner is not None else None
+        return (inner[0], (inner[1][1], inner[1][0])) if inner is not None else None
     if isinstance(test, ast.Attribute) and test.attr in ("is_cuda", "is_cpu"):
-        return test.value, test.attr == "is_cuda"
+        return test.value, _IS_CUDA if test.attr == "is_cuda" else _IS_CPU
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         left, right = test.left, test.comparators[0]
         kind = right.value if isinstance(right, ast.Constant) else None
         is_type = isinstance(left, ast.Attribute) and left.attr == "type" and isinstance(left.value, ast.Attribute)
         if is_type and left.value.attr == "device" and kind in ("cuda", "cpu"):  # type: ignore[union-attr]
-            return left.value.value, (kind == "cuda") == isinstance(test.ops[0], ast.Eq)  # type: ignore[union-attr]
+            sides = _IS_CUDA if kind == "cuda" else _IS_CPU
+            equal = isinstance(test.ops[0], ast.Eq)
+            return left.value.value, sides if equal else (sides[1], sides[0])  # type: ignore[union-attr]
     return None

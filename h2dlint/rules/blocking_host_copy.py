@@ -205,12 +205,12 @@ class BlockingHostCopy(Rule):
             import torch
 
             def step(ids, dev):
-                if not ids.is_cuda:
+                if ids.device.type == "cpu":
                     ids = ids.to(dev)  # HTD103
                 return ids
             """,
             column=15,
-            reason="`ids` is tested to be on the host (`not ids.is_cuda` at line 4)",
+            reason="`ids` is tested to be on the host (`ids.device.type == 'cpu'` at line 4)",
         ),
         Invalid(
             """

@@ -57,6 +57,19 @@ class DeviceValueRead(DeviceToHostRule):
 
 
     VALID = (
+        # Rebound inside the branch of a device test: the test no longer says where `x` is.
+        Valid("""
+            import torch
+
+            def forward(x, cond):
+                if x.is_cuda:
+                    if cond:
+                        x = torch.zeros(3)
+                    else:
+                        x = torch.ones(3)
+                    return x.item()
+                return 0
+            """),
         # A local that copies the host mirror is the host mirror, whatever its sliced name suggests.
         Valid("""
             import torch
@@ -66,12 +79,12 @@ class DeviceValueRead(DeviceToHostRule):
                 query_lens = query_start_loc[1:] - query_start_loc[:-1]
                 return query_lens[0].item() > threshold
             """),
-        # The `else` of a device test is on the host: no sync.
+        # The `else` of a test that the tensor is not on the CPU is on the host: no sync.
         Valid("""
             import torch
 
             def forward(out_gpu):
-                if out_gpu.device.type == "cuda":
+                if out_gpu.device.type != "cpu":
                     return out_gpu
                 else:
                     return out_gpu.sum().item()
@@ -143,6 +156,20 @@ class DeviceValueRead(DeviceToHostRule):
             """),
     )
     INVALID = (
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def forward(self, t):
+                    x = t.to(self.device)
+                    if x.is_cuda:  # not CUDA is not the host: XPU, NPU
+                        return 0
+                    return int(x.max().item())  # HTD201
+            """,
+            column=20,
+            reason="`x.max()` is moved to the device",
+        ),
         Invalid(
             """
             import torch

@@ -106,8 +106,9 @@ PLACEMENT_SOURCES = """
         slicing, `.long()`, `.contiguous()`, arithmetic with numbers), `torch.cat`/`stack` of tensors that agree,
         local names (tuple unpacking and `+=` included), `self.x` through every assignment in the class's
         methods, the return values of the module's functions and methods, and a branch that tests the device
-        (inside `if x.is_cuda:` or `... if x.device.type == "cuda" else ...`, `x` is on the device; in the other
-        branch on the host). Names are evidence too:
+        (inside `if x.is_cuda:` or `... if x.device.type != "cpu" else ...`, `x` is on the device; where a test
+        names the CPU, on the host; the `else` of `x.is_cuda` says nothing, since XPU and NPU tensors are not CUDA
+        ones). Names are evidence too:
         `*_cpu`, `*_host`, `*_np`, `cpu_*` and a buffer pair's `.cpu`/`.np` are on the host (memory unknown),
         `*_gpu`, `*_cuda` and `.gpu` on the device, and a tensor whose `<name>_cpu` sibling is in sight is the
         device copy (`placement-*` heuristics; `host-tensors` and `accelerator-tensors` add globs). Evidence
