@@ -429,3 +429,18 @@ def test_heuristics_command_lists_and_describes(run_cli):
     code, out, _ = run_cli("heuristics", "hot-name-forward")
     assert code == 0 and "forward_*" in out and BY_ID["hot-name-forward"].rationale in out
     assert run_cli("heuristics", "nope")[0] == 2
+
+
+def test_a_flag_whose_name_turns_its_sense_round_guards_nothing():
+    source = textwrap.dedent("""
+        import torch
+
+        class Pool:
+            def forward(self, ids, dev):
+                if self.disable_debug:
+                    ids = torch.tensor([1, 2], device=dev)
+                if self.debug_mode:
+                    ids = torch.tensor([3, 4], device=dev)
+                return ids
+        """)
+    assert [d.span.row for d in check_source(source, Settings())] == [7]  # not 9: under the debug switch

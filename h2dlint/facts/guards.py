@@ -238,6 +238,8 @@ def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
 CAPTURE_GUARD = "one-time-guard-capture"
 DEBUG_GUARD = "one-time-guard-debug"
 FLAG_GUARDS = (CAPTURE_GUARD, DEBUG_GUARD)  # branches a flag's name selects
+# Words of a flag's name that turn its sense round: such a flag is no guard.
+NEGATING_WORDS = frozenset({"no", "not", "disable", "disabled", "skip", "without", "off", "suppress", "never"})
 
 
 def flag_branch(test: ast.expr, enabled: Callable[[str], bool]) -> Optional[Tuple[str, bool]]:
@@ -251,6 +253,8 @@ def flag_branch(test: ast.expr, enabled: Callable[[str], bool]) -> Optional[Tupl
     if not isinstance(flag, (ast.Name, ast.Attribute)):
         return None
     name = last_name(flag).lstrip("_").lower()
+    if NEGATING_WORDS & set(name.split("_")):
+        return None  # `self.disable_debug`, `no_capture`: the flag's sense is the other way round
     for heuristic in FLAG_GUARDS:
         if enabled(heuristic) and any(fnmatch.fnmatchcase(name, p) for p in BY_ID[heuristic].patterns):
             return heuristic, True
