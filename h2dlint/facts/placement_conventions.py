@@ -26,7 +26,7 @@ CONFIGURED_HOST = "`host-tensors`"
 CONFIGURED_DEVICE = "`accelerator-tensors`"
 MIRROR_SUFFIXES = ("_cpu", "_host")
 
-KnownNames = Callable[[], FrozenSet[str]]  # the names and attribute names in sight, computed on first use
+KnownNames = Callable[[str], FrozenSet[str]]  # the names and attribute names in sight of a tensor named so, on first use
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Conventions:
 
     @staticmethod
     def _mirror(name: str, known_names: KnownNames) -> Optional[str]:
-        return mirror_of(name, known_names())
+        return mirror_of(name, known_names(name))
 
 
 def mirror_names(text: str) -> FrozenSet[str]:

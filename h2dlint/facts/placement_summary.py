@@ -25,7 +25,6 @@ from h2dlint.facts.placement import (
     PlacementScope,
     agree_all,
     default_device,
-    device_context,
     placement_of,
 )
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of
@@ -100,7 +99,7 @@ class ModulePlacements:
             attribute=lambda name, depth: self.attribute(class_name, name, depth),
             returned=lambda call, depth: self.returned(call, class_name, depth, names),
             convention=lambda expr: self._conventions.placement(
-                expr, lambda: self._names_in(class_name, function) if self._may_be_mirrored(expr) else frozenset()
+                expr, lambda name: self._names_in(class_name, function) if self._may_have_mirror(name) else frozenset()
             ),
             appended=lambda name: self._appended(function).get(name, ()),
             tested=lambda expr: self._regions.tested(function, expr, names),
@@ -318,14 +317,9 @@ class ModulePlacements:
             self._function_scopes[id(function)] = function_bindings(function, self._walrus)
         return NameResolver.of(*scopes, self._function_scopes[id(function)])
 
-    def _may_be_mirrored(self, expr: ast.expr) -> bool:
-        """Whether the source uses the name of `expr` (or of the tensor it slices) with a mirror's suffix."""
-        if self._mirrors is None:
-            return True
-        while isinstance(expr, ast.Subscript):
-            expr = expr.value
-        name = last_name(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
-        return name is not None and any(name + suffix in self._mirrors for suffix in MIRROR_SUFFIXES)
+    def _may_have_mirror(self, name: str) -> bool:
+        """Whether the source uses `name` with a mirror's suffix (`seq_lens_cpu` for `seq_lens`)."""
+        return self._mirrors is None or any(name + suffix in self._mirrors for suffix in MIRROR_SUFFIXES)
 
     def _names_in(self, class_name: Optional[str], function: Optional[FunctionNode]) -> FrozenSet[str]:
         """The names and attribute names used in `function`, and the attributes its class assigns."""
