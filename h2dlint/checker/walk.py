@@ -20,6 +20,7 @@ from typing import (
     List,
     Optional,
     Sequence,
+    Tuple,
     TypeVar,
     Union,
 )
@@ -64,6 +65,7 @@ class Walk:
         """`kinds`: the node kinds that the rules look at, for which the walk calls `_check`. `settings` says
         which heuristics are switched off: their regions are left unmarked."""
         self._lines = lines
+        self._text: Optional[str] = None
         self._enabled = settings.enabled  # heuristics switched off leave their regions unmarked
         self._settings = settings
         self._resolve_names = resolve_names  # without rules, names need no bindings
@@ -84,7 +86,7 @@ class Walk:
         if self._resolve_names:
             conventions = conventions_from(self._settings)
             self.context.placements = ModulePlacements(
-                module, bindings, conventions, self._walrus, self._mirrors(), regions_possible(self._lines)
+                module, bindings, conventions, self._walrus, self._mirrors(), regions_possible(self._source())
             )
             self.context.default_device = default_device(module, self._names)
         self._frames.append(Frame(FrameKind.MODULE, ""))
@@ -96,12 +98,18 @@ class Walk:
         if not any("torch" in line for line in self._lines):
             return None
         return ModulePlacements(module, module_bindings(module, self._walrus), conventions_from(self._settings),
-                                self._walrus, self._mirrors(), regions_possible(self._lines))
+                                self._walrus, self._mirrors(), regions_possible(self._source()))
 
     def _mirrors(self) -> FrozenSet[str]:
         """The names like a host mirror (`seq_lens_cpu`) that the source uses: only their tensors' mirrors are
         looked for."""
-        return mirror_names("\n".join(self._lines))
+        return mirror_names(self._source())
+
+    def _source(self) -> str:
+        """The source as one text, joined once: the text checks before placement read it whole."""
+        if self._text is None:
+            self._text = "\n".join(self._lines)
+        return self._text
 
     def _record_class(self, node: ast.ClassDef, qualname: str) -> None:
         raise NotImplementedError
@@ -298,14 +306,18 @@ class Walk:
             self._visit_branches(node.test, node.body, node.orelse)
 
     def _visit_branches(self, test: ast.expr, body: Sequence[ast.AST], orelse: Sequence[ast.AST]) -> None:
-        """The two branches of `if test:` (or of `a if test else b`), the one that a capture or debugging flag
-        selects under its one-time guard."""
+        """The two branches of `if test:`, the one that a capture or debugging flag selects under its one-time
+        guard."""
         flagged = flag_branch(test, self._enabled)
-        for branch, is_body in ((body, True), (orelse, False)):
-            if flagged is not None and flagged[1] is is_body:
-                self._visit_guarded(branch, flagged[0], False)
-            else:
-                self._visit_all(branch)
+        self._visit_branch(body, flagged, True)
+        self._visit_branch(orelse, flagged, False)
+
+    def _visit_branch(self, branch: Sequence[ast.AST], flagged: Optional[Tuple[str, bool]], is_body: bool) -> None:
+        """`branch` (the body, or the `else`) under the guard of `flagged` (`flag_branch`) when that selects it."""
+        if flagged is not None and flagged[1] is is_body:
+            self._visit_guarded(branch, flagged[0], False)
+        else:
+            self._visit_all(branch)
 
     def _switched_on(self, guard: Optional[str]) -> Optional[str]:
         return guard if guard is not None and self._enabled(guard) else None
@@ -318,10 +330,11 @@ class Walk:
             self._visit(value)
 
     def _visit_if_expression(self, node: ast.IfExp) -> None:
-        self._visit_branches(node.test, [node.body], [])
+        flagged = flag_branch(node.test, self._enabled)
+        self._visit_branch([node.body], flagged, True)
         self._check_test(node.test)
         self._visit(node.test)
-        self._visit_branches(node.test, [], [node.orelse])
+        self._visit_branch([node.orelse], flagged, False)
 
     # --- nodes visited only for the rules that look at them ---------------------------------------------------
 

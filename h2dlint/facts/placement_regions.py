@@ -1,10 +1,10 @@
 """The regions of a function whose code says where tensors live: `with torch.device(...)` blocks (a tensor
 built there defaults to that device), and branches that test a tensor's device.
 
-A branch proves placement: `x.cpu() if x.is_cuda else x`, `if not ids.is_cuda: ids = ids.to(dev)`. Inside the branch that a test of `x.is_cuda`, `x.is_cpu` or `x.device.type == "cuda"` (or `"cpu"`, `!=`,
-`not`) selects, `x` is known to be on the device or on the host, whatever the rest of the analysis says: the
-code itself asks. A name counts only while it holds the value that was tested (the same binding reaches the
-use); an attribute only as written (`self.buf`). Host from a test says nothing of the memory (pinned or not).
+A branch proves placement: in `x.cpu() if x.is_cuda else x` the first `x` is on the device, and in
+`if ids.device.type == "cpu": ids = ids.to(dev)` the copied `ids` on the host (memory unknown). Only the side a
+test names is decided: not CUDA may still be XPU or NPU, so the `else` of `x.is_cuda` says nothing. A name counts
+only while no other binding reaches it (not rebound in the branch before the use); an attribute as written.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ Position = Tuple[int, int]  # (line, column)
 DEVICE_TEST_WORDS = ("is_cuda", "is_cpu", "device.type")
 
 
-def regions_possible(lines: Sequence[str]) -> Tuple[bool, bool]:
-    """(whether the source may hold device-context blocks, whether it may hold device tests)."""
-    text = "\n".join(lines)
+def regions_possible(text: str) -> Tuple[bool, bool]:
+    """(whether the source `text` may hold device-context blocks, whether it may hold device tests)."""
     return _has_device_block_header(text), any(word in text for word in DEVICE_TEST_WORDS)
 
 
