@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from d2h_findings import findings, read_labels  # noqa: E402
-from d2h_scan import FOCUS_KINDS, has_kind, scan_tree  # noqa: E402
+from d2h_scan import FOCUS_KINDS, context, has_kind, scan_tree  # noqa: E402
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -50,7 +50,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cache: Dict[str, List[str]] = {}
     with open(args.out, "w", encoding="utf-8") as out, open(args.key, "w", encoding="utf-8") as key:
         for _, name, root, site, finding in entries:
-            out.write(f"### {name} {site}\n```python\n" + "\n".join(_context(root, site, cache)) + "\n```\n")
+            path, _, line = site.rpartition(":")
+            lines = context(root, path, int(line), cache, before=6, after=2)
+            out.write(f"### {name} {site}\n```python\n" + "\n".join(lines) + "\n```\n")
             key.write(f"{name}\t{site}\t{'finding' if finding else 'decoy'}\n")
     return 0
 
@@ -61,15 +63,6 @@ def _first(name: str, sites: List[str], count: int) -> List[str]:
 
 def _hash(name: str, site: str) -> str:
     return hashlib.sha1(f"{name} {site}".encode()).hexdigest()
-
-
-def _context(root: str, site: str, cache: Dict[str, List[str]], before: int = 6, after: int = 2) -> List[str]:
-    path, _, line = site.rpartition(":")
-    if path not in cache:
-        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as handle:
-            cache[path] = handle.read().splitlines()
-    lines, row = cache[path], int(line)
-    return [f"{'>' if n == row else ' '}{n:6d} {lines[n - 1]}" for n in range(max(1, row - before), min(len(lines), row + after) + 1)]
 
 
 if __name__ == "__main__":

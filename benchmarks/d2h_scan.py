@@ -102,12 +102,16 @@ def sample_sites(found: Sequence[Construct], count: int, kinds: Optional[frozens
     return [entry for entry in sites_in_hash_order(found) if has_kind(entry[1], kinds)][:count]
 
 
-def _context(root: str, path: str, line: int, cache: Dict[str, List[str]]) -> List[str]:
+def context(
+    root: str, path: str, line: int, cache: Dict[str, List[str]], before: int = CONTEXT_BEFORE,
+    after: int = CONTEXT_AFTER,
+) -> List[str]:
+    """The lines around `line` of `path` (under `root`), the line itself marked `>`; files read once (`cache`)."""
     if path not in cache:
         with open(os.path.join(root, path), encoding="utf-8", errors="replace") as handle:
             cache[path] = handle.read().splitlines()
     lines = cache[path]
-    first, last = max(1, line - CONTEXT_BEFORE), min(len(lines), line + CONTEXT_AFTER)
+    first, last = max(1, line - before), min(len(lines), line + after)
     return [f"{'>' if n == line else ' '}{n:6d} {lines[n - 1]}" for n in range(first, last + 1)]
 
 
@@ -118,7 +122,7 @@ def write_sample(handle, name: str, root: str, sites: Sequence[Tuple[str, List[C
         kinds = ", ".join(sorted({f"{c.kind}{' ' + c.detail if c.detail else ''}" for c in constructs}))
         first = constructs[0]
         handle.write(f"## {name} {number} {site}  [{kinds}]  in {first.function}\n```\n")
-        handle.write("\n".join(_context(root, first.path, first.line, cache)) + "\n```\n\n")
+        handle.write("\n".join(context(root, first.path, first.line, cache)) + "\n```\n\n")
 
 
 def read_labels(path: str) -> Dict[Tuple[str, str], str]:
