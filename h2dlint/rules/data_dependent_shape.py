@@ -75,7 +75,8 @@ class DataDependentShape(DeviceToHostRule):
             def forward(hidden_gpu, lens_gpu, n, total, reps):
                 a = hidden_gpu.repeat_interleave(n, dim=0)
                 b = torch.repeat_interleave(hidden_gpu, lens_gpu, dim=0, output_size=total)
-                return a, b, hidden_gpu.repeat_interleave(reps)
+                c = torch.repeat_interleave(hidden_gpu, repeats=n, dim=0)
+                return a, b, c, hidden_gpu.repeat_interleave(reps)
             """),
         # Static shapes, and a host tensor (CPU-only preprocessing).
         Valid("""
@@ -158,7 +159,9 @@ class DataDependentShape(DeviceToHostRule):
     def _function(self, call: ast.Call, operation: str, context: Context) -> Optional[Match]:
         positional = positional_args(call)
         if operation == "repeat_interleave":
-            repeats = positional[0] if len(positional) == 1 else argument(call, 1, "repeats")
+            repeats = argument(call, 1, "repeats")  # `torch.repeat_interleave(x, repeats=n)` repeats `x`
+            if repeats is None and len(positional) == 1:
+                repeats = positional[0]  # `torch.repeat_interleave(lens)`: the repeats alone
             return self._repeat(call, repeats, 3, context)
         if operation == "where" and (len(positional) != 1 or call.keywords):
             return None
