@@ -59,9 +59,26 @@ def device_type(expr: ast.expr, names: NameResolver) -> Optional[str]:
 
 
 def is_host_device(expr: ast.expr, names: NameResolver) -> bool:
-    """True for a device that is certainly not an accelerator: `"cpu"`, `torch.device("cpu")`, `"meta"`, None."""
+    """True for a device that is certainly not an accelerator: `"cpu"`, `torch.device("cpu")`, `"meta"`, None,
+    or a local name that holds one where it is read (`device = "cpu"`)."""
+    if isinstance(expr, ast.Name):
+        value = names.value_at(expr)
+        return value is not None and not isinstance(value, ast.Name) and is_host_device(value, names)
     kind = device_type(expr, names)
     return kind == "" or kind in HOST_DEVICE_TYPES
+
+
+def may_be_host_device(expr: ast.expr, names: NameResolver) -> bool:
+    """Whether a device may be the host's: one that is, a conditional with such a branch, or a local name that
+    one of its bindings sets to one (`device = "cpu"`, then `device = "cuda"` in a branch)."""
+    if is_host_device(expr, names):
+        return True
+    if isinstance(expr, ast.IfExp):
+        return any(device_type(b, names) in ("", *HOST_DEVICE_TYPES) for b in (expr.body, expr.orelse))
+    if isinstance(expr, ast.Name):
+        values = (v for v in names.bound_values(expr.id) if v is not None and not isinstance(v, ast.Name))
+        return any(may_be_host_device(value, names) for value in values)
+    return False
 
 
 # Dtype names that name nothing else, as attributes of any module: `tl.int64`, `np.float32` in `.to(tl.int64)`.

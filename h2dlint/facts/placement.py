@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Optional, Tuple
 
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
-from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype
+from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype, may_be_host_device
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import PlacementQuery
 from h2dlint.facts.syntax import last_name
@@ -306,6 +306,8 @@ def _placed_by_device(call: ast.Call, scope: PlacementScope) -> Optional[Placeme
     if is_host_device(device, scope.names):
         place = Place.PINNED if _pins(call) else Place.PAGEABLE
         return _built(call, place, "is built on the host (`device=` names the CPU)")
+    if may_be_host_device(device, scope.names):
+        return UNKNOWN  # `device = "cpu"`, set to an accelerator only in some branch
     return _built(call, Place.DEVICE, f"is built on the device (`device={_short(device)}`)")
 
 
@@ -343,10 +345,12 @@ def _method(call: ast.Call, method: str, scope: PlacementScope, depth: int) -> O
 
 
 def _move(call: ast.Call, method: str, receiver: ast.expr, scope: PlacementScope, depth: int) -> Placement:
+    device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
     if device_copy(call, scope.names) is not None:
+        if method == "to" and device is not None and may_be_host_device(device, scope.names):
+            return UNKNOWN  # `device = "cpu"`, set to an accelerator only in some branch
         return Placement(Place.DEVICE, f"is moved to the device by `.{method}(...)` at line {call.lineno}")
     found = placement_of(receiver, scope, depth + 1)
-    device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
     if device is not None and not looks_like_dtype(device, scope.names):  # `.to("cpu")`: a no-op on the host
         if found.place.on_host:
             return found

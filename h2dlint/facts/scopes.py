@@ -175,6 +175,16 @@ class NameResolver:
         reaching = self._reaching_binding(use)
         return reaching[1] if reaching is not None else None
 
+    def bound_values(self, name: str) -> Tuple[Optional[ast.expr], ...]:
+        """Every value the current function binds `name` to, in source order (None for a binding that is not
+        a plain assignment: a parameter, a loop variable)."""
+        if not self._scopes:
+            return ()
+        scope = self._scopes[-1]
+        if name in scope.single_values:
+            return (scope.single_values[name],)
+        return tuple(binding[1] for binding in scope.rebound.get(name, ()))
+
     def augmented_target(self, use: ast.Name) -> Optional[ast.Name]:
         """The target of `x += ...` when that is the binding `use` reads (as `value_at` finds it), else None."""
         reaching = self._reaching_binding(use) if self._scopes else None

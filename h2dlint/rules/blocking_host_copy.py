@@ -109,6 +109,14 @@ class BlockingHostCopy(Rule):
             def step(x):
                 return torch.from_numpy(x).to('cpu')
             """),
+        # A local that names the CPU where it is read: a host-to-host copy.
+        Valid("""
+            import torch
+
+            def step(x):
+                device = "cpu"
+                return torch.from_numpy(x).to(device)
+            """),
         Valid("""
             import torch
 
