@@ -196,26 +196,34 @@ class _Collector(Walk):
                 self._record_pending(rule, check, node, found)
 
     def _record_pending(self, rule: Rule, check: Callable[..., Optional[Match]], node: ast.AST, found: Any) -> None:
-        """A rule found nothing at `node` while a placement there was pending on one question for the project:
+        """A rule found nothing at `node` while placements there were pending on questions for the project:
+        when the rule's verdict hangs on one of them (the others may ask of a config value, not the tensor),
         record what it reports for each answer, as a site the project resolves (`project.placement_links`)."""
-        asked = self.context.asked
-        query = next(iter(asked)) if len(asked) == 1 and found is None else None
-        asked.clear()
-        placements = self.context.placements
-        if query is None or placements is None:
+        asked = sorted(self.context.asked, key=repr) if found is None else []
+        self.context.asked.clear()
+        if self.context.placements is None or not 0 < len(asked) <= _MAX_QUESTIONS:
             return
+        deciding = [(query, tried) for query in asked if (tried := self._answers(check, node, query))[1] is not None]
+        if len(deciding) == 1:
+            query, (variants, first) = deciding[0]
+            self._record_site(rule, replace(first, rewrite=None), query, variants)  # type: ignore[arg-type]
+
+    def _answers(
+        self, check: Callable[..., Optional[Match]], node: ast.AST, query: PlacementQuery
+    ) -> Tuple[Tuple[PlacedVariant, ...], Optional[Match]]:
+        """What the rule reports at `node` for each answer to `query`, and its first match (None: none)."""
+        placements = self.context.placements
         variants, first = [], None
         for place in _ANSWERS:
-            placements.assume(query, Placement(place, PENDING_EVIDENCE))
+            placements.assume(query, Placement(place, PENDING_EVIDENCE))  # type: ignore[union-attr]
             match = check(node, self.context)
-            asked.clear()
+            self.context.asked.clear()
             if match is not None:
                 variants.append(PlacedVariant(place.value, match.problem, match.remedy, match.unfixable,
                                               match.placement))
                 first = first or match
-        placements.assume(None)
-        if first is not None:
-            self._record_site(rule, replace(first, rewrite=None), query, tuple(variants))
+        placements.assume(None)  # type: ignore[union-attr]
+        return tuple(variants), first
 
     def _record_site(
         self, rule: Rule, found: Match, query: Optional[PlacementQuery] = None, variants: Tuple[PlacedVariant, ...] = ()
@@ -292,6 +300,7 @@ class _Collector(Walk):
 
 
 # The answers a pending placement may get, each tried in turn (`_record_pending`).
+_MAX_QUESTIONS = 4  # questions tried one by one at a node: each costs the rule's check once per answer
 _ANSWERS = (Place.PAGEABLE, Place.PINNED, Place.HOST, Place.DEVICE)
 _TYPED_RECEIVER_KINDS = (CallKind.ATTR, CallKind.METHOD)  # calls whose receiver's class may be known
 
