@@ -29,6 +29,20 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         """,
         True,
     ),
+    (
+        "placement-parameter-named-like-class",
+        """
+        import torch
+
+        class ForwardBatch:
+            def __init__(self, ids):
+                self.input_ids = torch.tensor(ids)
+
+        def forward(forward_batch, dev):
+            return forward_batch.input_ids.to(dev)
+        """,
+        True,
+    ),
     ("placement-name-device", "import torch\n\ndef forward(ids_gpu):\n    return ids_gpu.new_tensor([1])\n", True),
     ("placement-name-host", "import torch\n\ndef forward(lens_cpu, dev):\n    return lens_cpu.to(dev)\n", True),
     ("hot-name-step", HOT.replace("forward", "step"), True),

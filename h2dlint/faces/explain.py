@@ -86,6 +86,8 @@ def _asked(site: Site) -> str:
     query = site.query
     if query is None or query.kind == "call":
         return f"what `{query.name if query else ''}()` returns"
+    if query.kind == "typed":
+        return f"what `{query.written}` holds, which the class of `{query.written.rpartition('.')[0]}` decides"
     what = f"`self.{query.name}()` returns" if query.kind == "method" else f"`self.{query.name}` holds"
     return f"what {what} in `{query.owner}`, from a base class of another file"
 

@@ -379,6 +379,11 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         "placement-sibling-host-mirror", Effect.PLACEMENT, Group.CONVENTION,
         "a tensor whose `<name>_cpu` (or `_host`) sibling exists is the device copy that the mirror shadows",
     ),
+    Heuristic(
+        "placement-parameter-named-like-class", Effect.PLACEMENT, Group.CONVENTION,
+        "an unannotated parameter of two or more words spelt as the one project class of that name holds an "
+        "instance of it (`forward_batch`: `ForwardBatch`), for where its attributes live",
+    ),
 )
 
 HEURISTICS: Tuple[Heuristic, ...] = HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL + PLACEMENT_CONVENTIONS

@@ -101,6 +101,8 @@ class PlacementScope:
     # Why a tensor built at this node defaults to a device ("inside `with torch.device(...)` at line 9"), or None.
     device_context: Callable[[ast.AST], Optional[str]] = lambda node: None
     attribute: Callable[[str, int], Placement] = lambda name, depth: UNKNOWN  # `self.<name>` in this class
+    # `obj.<name>` where the class of `obj` is known (`facts.placement_typed`)
+    typed_attribute: Callable[[ast.Attribute, int], Placement] = lambda expr, depth: UNKNOWN
     returned: Callable[[ast.Call, int], Placement] = lambda call, depth: UNKNOWN  # what a call of ours returns
     convention: Callable[[ast.expr], Placement] = lambda expr: UNKNOWN  # what the names say
     appended: Callable[[str], Tuple[ast.expr, ...]] = lambda name: ()  # `name.append(x)` in this function: each x
@@ -160,8 +162,10 @@ def agree_all(placements: Iterable[Placement]) -> Placement:
 def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     if isinstance(expr, ast.Name):
         return _name(expr, scope, depth)
-    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-        return scope.attribute(expr.attr, depth + 1).via(f"line {expr.lineno}: `self.{expr.attr}`")
+    if isinstance(expr, ast.Attribute):
+        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            return scope.attribute(expr.attr, depth + 1).via(f"line {expr.lineno}: `self.{expr.attr}`")
+        return scope.typed_attribute(expr, depth + 1).via(f"line {expr.lineno}: `{_short(expr)}`")
     if isinstance(expr, ast.Subscript):  # a view of a tensor, or an item of a container of them
         return placement_of(expr.value, scope, depth + 1)
     if isinstance(expr, ast.Call):

@@ -22,6 +22,7 @@ from h2dlint.facts.syntax import last_name
 HOST_NAMES = "placement-name-host"
 DEVICE_NAMES = "placement-name-device"
 SIBLING = "placement-sibling-host-mirror"
+NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 CONFIGURED_HOST = "`host-tensors`"
 CONFIGURED_DEVICE = "`accelerator-tensors`"
 MIRROR_SUFFIXES = ("_cpu", "_host")
@@ -36,6 +37,7 @@ class Conventions:
     configured_host: Tuple[str, ...]
     configured_device: Tuple[str, ...]
     sibling: bool
+    named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
 
     def placement(self, expr: ast.expr, known_names: KnownNames) -> Placement:
         """What the name of `expr` (or of the tensor it slices) says; UNKNOWN when it says nothing."""
@@ -119,4 +121,5 @@ def conventions_from(settings: Settings) -> Conventions:
         configured_host=settings.host_tensors,
         configured_device=settings.accelerator_tensors,
         sibling=settings.enabled(SIBLING),
+        named_like_class=settings.enabled(NAMED_LIKE_CLASS),
     )

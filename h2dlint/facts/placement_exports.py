@@ -1,5 +1,6 @@
 """What one file's placement analysis tells the others (`placement_summary.ModulePlacements.exports`), and
-the syntax it reads for that: which names the module imports, and the statements of a function."""
+the syntax it reads for that: which names the module imports, the statements of a function, its returns, its
+`self.x = ...` assignments and how it fills lists."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.placement import Place, Placement
 from h2dlint.facts.summary import ExportedPlacement
+from h2dlint.facts.syntax import is_none, is_self
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -57,3 +59,67 @@ def own_statements(function: FunctionNode) -> Iterator[ast.stmt]:
 
 
 _STATEMENT_LISTS = ("body", "orelse", "finalbody")
+
+
+_OTHER_FILLS = frozenset({"extend", "insert", "__setitem__", "__iadd__"})
+
+
+def list_fill(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
+    """(name, item) for `name.append(item)`; (name, None) for another way of filling a local list."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        method = node.func.attr
+        if method == "append" and len(node.args) == 1 and not node.keywords:
+            return node.func.value.id, node.args[0]
+        if method in _OTHER_FILLS:
+            return node.func.value.id, None
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return node.target.id, None
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                return target.value.id, None
+    return None
+
+
+def method_named(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
+    return next(
+        (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None
+    )
+
+
+def returned_values(function: FunctionNode) -> Iterator[Optional[ast.expr]]:
+    """The value of each `return` (None for a bare one, and once for a generator: a `yield` that is a
+    statement's value, as generators write it; one deeper in an expression is not looked for)."""
+    for node in own_statements(function):
+        if isinstance(node, ast.Return):
+            yield node.value
+        value = getattr(node, "value", None)
+        if isinstance(value, (ast.Yield, ast.YieldFrom)):
+            yield None
+
+
+def self_assignments(method: FunctionNode) -> Iterator[Tuple[str, Optional[ast.expr], int]]:
+    """(attribute, value, line) for each `self.x = value` in `method`; the value is None when `x` does not get
+    a value of its own (a tuple target, `for self.x in ...`). `self.x = None` is left out: not a tensor."""
+    for node in own_statements(method):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and is_self(target.value):
+                    if not is_none(node.value):
+                        yield target.attr, node.value, node.lineno
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    yield from _unpacked(target, node.value, node.lineno)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) and is_self(node.target.value):
+            if node.value is not None and not is_none(node.value):
+                yield node.target.attr, node.value, node.lineno
+
+
+def _unpacked(
+    target: Union[ast.Tuple, ast.List], value: ast.expr, line: int
+) -> Iterator[Tuple[str, Optional[ast.expr], int]]:
+    """`self.a, self.b = x, y`: each its own item; from anything but a literal tuple of the same length, None."""
+    items = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
+    for index, element in enumerate(target.elts):
+        if isinstance(element, ast.Attribute) and is_self(element.value):
+            yield element.attr, (items[index] if items is not None else None), line

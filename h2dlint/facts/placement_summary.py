@@ -28,13 +28,18 @@ from h2dlint.facts.placement import (
     placement_of,
 )
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of
-from h2dlint.facts.placement_regions import Regions, own_nodes
 from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
     exported,
     imported_names,
-    own_statements,
+    list_fill,
+    method_named,
+    returned_values,
+    self_assignments,
 )
+from h2dlint.facts.placement_regions import Regions, own_nodes
+from h2dlint.facts.placement_typed import class_fields, local_class, mirrored, named_like_classes, typed_receiver
+from h2dlint.facts.receivers import local_types
 from h2dlint.facts.scopes import (
     Bindings,
     NameResolver,
@@ -42,7 +47,7 @@ from h2dlint.facts.scopes import (
     function_bindings,
 )
 from h2dlint.facts.summary import ExportedPlacement, PlacementQuery
-from h2dlint.facts.syntax import is_none, is_self, last_name
+from h2dlint.facts.syntax import is_self, last_name
 from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -78,6 +83,7 @@ class ModulePlacements:
         self._in_progress: Set[Tuple[str, str]] = set()
         self._known_names: Dict[int, FrozenSet[str]] = {}
         self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
+        self._types: Dict[int, Dict[str, str]] = {}  # locals of known class, by id of the function node
         self._regions = Regions(default_device(module, NameResolver.of(module_scope)), regions)
         self._imported, self._star_import = imported_names(module.body)
         self._assumed: Dict[PlacementQuery, Placement] = {}  # while a rule's match is tried for each answer
@@ -97,6 +103,7 @@ class ModulePlacements:
             names=names,
             device_context=lambda node: self._regions.device_context(function, node, names),
             attribute=lambda name, depth: self.attribute(class_name, name, depth),
+            typed_attribute=lambda expr, depth: self.typed_attribute(expr, class_name, function, depth),
             returned=lambda call, depth: self.returned(call, class_name, depth, names),
             convention=lambda expr: self._conventions.placement(
                 expr, lambda name: self._names_in(class_name, function) if self._may_have_mirror(name) else frozenset()
@@ -130,8 +137,16 @@ class ModulePlacements:
         known = self._names_in(class_name, function)
         if isinstance(expr, ast.Attribute) and expr.attr == "gpu":
             return f"{ast.unparse(expr.value)}.{'np' if 'np' in known else 'cpu'}"
-        mirror = mirror_of(last_name(expr), known)
+        mirror = mirror_of(last_name(expr), known) or self._typed_mirror(expr, function)
         return ast.unparse(expr) + mirror[len(last_name(expr)) :] if mirror is not None else None
+
+    def _typed_mirror(self, expr: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
+        """The mirror's name (`seq_lens_cpu`) that the class of this file that `expr`'s object is of has."""
+        if not isinstance(expr, ast.Attribute) or function is None:
+            return None
+        known = typed_receiver(expr, self._types_of(function))
+        local = local_class(known, self._classes) if known is not None else None
+        return mirror_of(expr.attr, self._attribute_names(local)) if local is not None else None
 
     # --- attributes -------------------------------------------------------------------------------------------
 
@@ -139,6 +154,28 @@ class ModulePlacements:
         if class_name not in self._classes:
             return UNKNOWN
         return self._summary((class_name, name), lambda: self._attribute(class_name, name, depth))  # type: ignore
+
+    def typed_attribute(
+        self, expr: ast.Attribute, class_name: Optional[str], function: Optional[FunctionNode], depth: int
+    ) -> Placement:
+        """Where attribute `expr.attr` of an object of known class lives (`facts.placement_typed`)."""
+        known = typed_receiver(expr, self._types_of(function)) if function is not None else None
+        if known is None:
+            return UNKNOWN
+        local = local_class(known, self._classes)
+        if local is None:
+            mirror = self._conventions.sibling
+            return self._ask(PlacementQuery("typed", expr.attr, class_name or "", known, mirror, ast.unparse(expr)))
+        found = self.attribute(local, expr.attr, depth)
+        if found.place is not Place.UNKNOWN or found.pending is not None or not self._conventions.sibling:
+            return found
+        return mirrored(local, expr.attr, self._attribute_names(local)) or UNKNOWN
+
+    def _attribute_names(self, class_name: str) -> FrozenSet[str]:
+        """The attributes a class of this file and its bases here declare or assign."""
+        return frozenset(
+            n for c in self._class_and_bases(class_name) for n in (*self._assignments_of(c), *self._fields(c))
+        )
 
     def _attribute(self, class_name: str, name: str, depth: int) -> Placement:
         assignments = self._assignments_of(class_name).get(name)
@@ -174,7 +211,7 @@ class ModulePlacements:
             table: Dict[str, List[Assignment]] = {}
             for method in self._classes[class_name].body:
                 if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for name, value, line in _self_assignments(method):
+                    for name, value, line in self_assignments(method):
                         table.setdefault(name, []).append((method, value, line))
             self._assignments[class_name] = table
         return self._assignments[class_name]
@@ -198,7 +235,7 @@ class ModulePlacements:
             return self._functions.get(call.func.id), None
         if isinstance(call.func, ast.Attribute) and is_self(call.func.value) and class_name in self._classes:
             for owner in self._class_and_bases(class_name):  # type: ignore[arg-type]
-                method = _method(self._classes[owner], call.func.attr)
+                method = method_named(self._classes[owner], call.func.attr)
                 if method is not None:
                     return method, owner
         return None, None
@@ -222,7 +259,7 @@ class ModulePlacements:
         return PlacementQuery("call", ast.unparse(func)) if known and root.id not in self._classes else None
 
     def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
-        values = list(_returned_values(function))
+        values = list(returned_values(function))
         if not values or any(value is None for value in values):
             return UNKNOWN  # a generator, or a bare `return`
         scope = self.scope(self._names_for(function, owner), owner, function)
@@ -250,7 +287,7 @@ class ModulePlacements:
             items: Dict[str, List[ast.expr]] = {}
             other: Set[str] = set()
             for node in own_nodes(function) if function is not None else ():
-                filled = _list_fill(node)
+                filled = list_fill(node)
                 if filled is not None:
                     name, item = filled
                     if item is None:
@@ -291,7 +328,7 @@ class ModulePlacements:
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]
         for owner, qualname, function in owners:
-            values = list(_returned_values(function))
+            values = list(returned_values(function))
             if values and all(isinstance(v, MAY_BE_TENSOR) for v in values):
                 key = (owner or "", "()" + function.name)
                 found = exported(self._summary(key, lambda: self._returned(function, owner, 0)))  # noqa: B023
@@ -299,9 +336,12 @@ class ModulePlacements:
                     returns[qualname] = found
         attributes = {
             cls: {
-                name: exported(self.attribute(cls, name, 0))
-                if all(isinstance(v, MAY_BE_TENSOR) for _, v, _ in assigned) else None
-                for name, assigned in self._assignments_of(cls).items()
+                **dict.fromkeys(self._fields(cls)),
+                **{
+                    name: exported(self.attribute(cls, name, 0))
+                    if all(isinstance(v, MAY_BE_TENSOR) for _, v, _ in assigned) else None
+                    for name, assigned in self._assignments_of(cls).items()
+                },
             }
             for cls in self._classes
         }
@@ -316,6 +356,17 @@ class ModulePlacements:
         if id(function) not in self._function_scopes:
             self._function_scopes[id(function)] = function_bindings(function, self._walrus)
         return NameResolver.of(*scopes, self._function_scopes[id(function)])
+
+    def _types_of(self, function: FunctionNode) -> Dict[str, str]:
+        if id(function) not in self._types:
+            self._names_for(function, None)
+            bindings = self._function_scopes[id(function)]
+            named = named_like_classes(function, bindings.stable_parameters) if self._conventions.named_like_class else {}
+            self._types[id(function)] = {**named, **local_types(function, bindings)}
+        return self._types[id(function)]
+
+    def _fields(self, class_name: str) -> Tuple[str, ...]:
+        return class_fields(self._classes[class_name])
 
     def _may_have_mirror(self, name: str) -> bool:
         """Whether the source uses `name` with a mirror's suffix (`seq_lens_cpu` for `seq_lens`)."""
@@ -342,67 +393,3 @@ class ModulePlacements:
 def _agreed(placements: List[Placement]) -> Placement:
     """`agree_all`, except that a single placement is kept as it is, with the question it leaves pending."""
     return placements[0] if len(placements) == 1 else agree_all(placements)
-
-
-_OTHER_FILLS = frozenset({"extend", "insert", "__setitem__", "__iadd__"})
-
-
-def _list_fill(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
-    """(name, item) for `name.append(item)`; (name, None) for another way of filling a local list."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-        method = node.func.attr
-        if method == "append" and len(node.args) == 1 and not node.keywords:
-            return node.func.value.id, node.args[0]
-        if method in _OTHER_FILLS:
-            return node.func.value.id, None
-    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-        return node.target.id, None
-    if isinstance(node, (ast.Assign, ast.AugAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                return target.value.id, None
-    return None
-
-
-def _method(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
-    return next(
-        (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None
-    )
-
-
-def _returned_values(function: FunctionNode) -> Iterator[Optional[ast.expr]]:
-    """The value of each `return` (None for a bare one, and once for a generator: a `yield` that is a
-    statement's value, as generators write it; one deeper in an expression is not looked for)."""
-    for node in own_statements(function):
-        if isinstance(node, ast.Return):
-            yield node.value
-        value = getattr(node, "value", None)
-        if isinstance(value, (ast.Yield, ast.YieldFrom)):
-            yield None
-
-
-def _self_assignments(method: FunctionNode) -> Iterator[Tuple[str, Optional[ast.expr], int]]:
-    """(attribute, value, line) for each `self.x = value` in `method`; the value is None when `x` does not get
-    a value of its own (a tuple target, `for self.x in ...`). `self.x = None` is left out: not a tensor."""
-    for node in own_statements(method):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Attribute) and is_self(target.value):
-                    if not is_none(node.value):
-                        yield target.attr, node.value, node.lineno
-                elif isinstance(target, (ast.Tuple, ast.List)):
-                    yield from _unpacked(target, node.value, node.lineno)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) and is_self(node.target.value):
-            if node.value is not None and not is_none(node.value):
-                yield node.target.attr, node.value, node.lineno
-
-
-def _unpacked(
-    target: Union[ast.Tuple, ast.List], value: ast.expr, line: int
-) -> Iterator[Tuple[str, Optional[ast.expr], int]]:
-    """`self.a, self.b = x, y`: each its own item; from anything but a literal tuple of the same length, None."""
-    items = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
-    for index, element in enumerate(target.elts):
-        if isinstance(element, ast.Attribute) and is_self(element.value):
-            yield element.attr, (items[index] if items is not None else None), line

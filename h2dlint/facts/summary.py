@@ -139,11 +139,20 @@ class PlacementQuery:
     """A placement this file cannot answer alone, asked of the project index once every file is summarised:
     what `written()` returns ("call": `make_ids`, `ids_mod.make_ids`, looked up through the file's imports),
     what a method that `owner` inherits returns ("method"), or what an attribute it inherits holds
-    ("attribute"); `owner` is a class of this file, `name` the method or attribute."""
+    ("attribute"); `owner` is a class of this file, `name` the method or attribute.
+
+    "typed" asks what attribute `name` of an object of known class holds: `receiver` is what is known of the
+    object, as `CallRef.receiver` writes it (`("CommonAttentionMetadata",)` for `meta.seq_lens` with
+    `meta: CommonAttentionMetadata`; `("self", "batch")` for `self.batch.seq_lens`, `owner` then the class of
+    `self`), and `mirror` whether a `<name>_cpu` attribute of that class makes it the device copy
+    (`placement-sibling-host-mirror` is on)."""
 
     kind: str
     name: str
     owner: str = ""
+    receiver: Tuple[str, ...] = ()
+    mirror: bool = False
+    written: str = ""  # the attribute as written (`meta.seq_lens`), for a remedy that names its mirror
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,7 @@ class ExportedPlacement:
     evidence: str = ""
     chain: Tuple[str, ...] = ()
     pending: Optional[PlacementQuery] = None
+    mirror: str = ""  # the host mirror (`seq_lens_cpu`) that makes the attribute the device copy, if it did
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import Key
+from h2dlint.facts.placement_typed import NAMED_LIKE
 from h2dlint.facts.summary import CallKind, CallRef, FunctionInfo, ModuleSummary
 from h2dlint.project.module_names import absolute_import, components, suffix_index
 
@@ -89,6 +90,7 @@ class ProjectGraph(CallGraph):
         self._resolved: Dict[Tuple[str, str, str, str, Optional[str], Optional[Tuple[str, ...]]], List[Key]] = {}
         self._looked_up: Dict[Tuple[str, str], Optional[Tuple[str, Optional[str]]]] = {}
         self._subclass_index: Optional[Dict[Key, List[Key]]] = None
+        self._spellings: Optional[Dict[str, List[Key]]] = None  # lowercased class name -> the classes
         for module, summary in modules.items():
             for call in summary.calls:
                 # Most calls name nothing of the project: `len`, `torch.cat`.
@@ -235,13 +237,32 @@ class ProjectGraph(CallGraph):
         return self._subclass_index
 
     def _receiver_classes(self, module: str, call: CallRef) -> List[Key]:
-        root, *path = call.receiver or ("",)
         own = self._local[module].enclosing_class(call.caller)
-        context = (module, own) if own is not None else None
-        classes = [context] if root == "self" and context else self._instance_classes(module, context, root)
+        return self.classes_of(module, (module, own) if own is not None else None, call.receiver or ("",))
+
+    def classes_of(self, module: str, context: Optional[Key], receiver: Tuple[str, ...]) -> List[Key]:
+        """The project classes of the object `receiver` describes (see `CallRef.receiver`) in `module`, in a
+        method of `context` (the class of `self`)."""
+        root, *path = receiver
+        if root.startswith(NAMED_LIKE):
+            classes = self._classes_spelt(root[len(NAMED_LIKE):])
+        else:
+            classes = [context] if root == "self" and context else self._instance_classes(module, context, root)
         for attribute in path:
             classes = list(dict.fromkeys(t for cls in classes for t in self._attribute_classes(cls, attribute)))
         return classes
+
+    def _classes_spelt(self, snake: str) -> List[Key]:
+        """The one top-level project class whose name is `snake` in CamelCase (`forward_batch`: `ForwardBatch`);
+        [] for none or several."""
+        if self._spellings is None:
+            self._spellings = {}
+            for module, summary in self._modules.items():
+                for name in summary.classes:
+                    if "." not in name:
+                        self._spellings.setdefault(name.lower(), []).append((module, name))
+        found = self._spellings.get(snake.replace("_", "").lower(), [])
+        return found if len(found) == 1 else []
 
     def _attribute_classes(self, cls: Key, attribute: str) -> List[Key]:
         """The classes an instance attribute of `cls` is given, there or in a base class."""

@@ -20,13 +20,17 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, Key
-from h2dlint.facts.placement import PENDING_EVIDENCE
+from h2dlint.facts.placement import PENDING_EVIDENCE, Place
+from h2dlint.facts.placement_conventions import mirror_of
+from h2dlint.facts.placement_typed import mirror_evidence
 from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementQuery, Site
 from h2dlint.project.cache import Cache, Stat
+from h2dlint.rules.device_to_host import mirror_remedy
 from h2dlint.project.files import Candidate
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.index import ProjectGraph
 
+SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
 _MAX_LINKS = 8  # files followed from one question: `a.f` returns `b.g()`, which returns `c.h()`, ...
 _Asked = FrozenSet[Tuple[str, PlacementQuery]]
 _Keyed = Tuple[Optional[Stat], str]  # a file's stat and content key
@@ -62,10 +66,13 @@ class PlacementLinks:
         if variant is None or answer is None:
             return site
         steps = tuple(f"  from {step}" for step in answer.chain)
+        remedy = variant.remedy
+        if answer.mirror and site.code.startswith(SYNC_RULES) and site.query.written:
+            remedy = mirror_remedy(f"{site.query.written.rpartition('.')[0]}.{answer.mirror}", remedy)
         return replace(
             site,
             problem=variant.problem.replace(PENDING_EVIDENCE, answer.evidence),
-            remedy=variant.remedy,
+            remedy=remedy,
             unfixable=variant.unfixable,
             placement=tuple(line.replace(PENDING_EVIDENCE, answer.evidence) for line in variant.placement) + steps,
             query=None,
@@ -94,13 +101,16 @@ class PlacementLinks:
                 return None
             exported = replace(deeper, chain=chain + deeper.chain)
             chain = exported.chain
-        return ExportedPlacement(exported.place, f"{how} ({path}), where it {exported.evidence}", chain)
+        return ExportedPlacement(exported.place, f"{how} ({path}), where it {exported.evidence}", chain,
+                                 mirror=exported.mirror)
 
     def _definition(self, module: str, query: PlacementQuery) -> Optional[Tuple[str, Optional[ExportedPlacement], str]]:
         """(the module that defines what `query` asks about, what it exports of it, how the evidence names it)."""
         if query.kind == "call":
             key = self._graph.function_named(module, query.name)
             return (key[0], self._returned(key), f"is returned by `{query.name}()`") if key is not None else None
+        if query.kind == "typed":
+            return self._typed(module, query)
         cls = (module, query.owner)
         if query.kind == "method":
             methods = self._graph.first_in_hierarchy(cls, lambda c: self._defined(c, query.name))
@@ -114,6 +124,29 @@ class PlacementLinks:
         where, owner = found[0]
         exported = self._modules[where].attribute_placements[owner][query.name]
         return where, exported, f"is assigned by `{owner}`"
+
+    def _typed(self, module: str, query: PlacementQuery) -> Optional[Tuple[str, Optional[ExportedPlacement], str]]:
+        """Attribute `query.name` of an object of known class (`facts.placement_typed`): what the class assigns
+        it, else, with `query.mirror`, the device copy when the class has its host mirror."""
+        context = (module, query.owner) if query.owner else None
+        classes = self._graph.classes_of(module, context, query.receiver)
+        if len(classes) != 1:
+            return None
+        cls = classes[0]
+        how = f"is `{cls[1]}.{query.name}`"
+        found = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._assigns(c, query.name) else None)
+        exported = self._modules[found[0][0]].attribute_placements[found[0][1]][query.name] if found else None
+        if exported is not None or not query.mirror:
+            return (found[0][0] if found else cls[0]), exported, how
+        for owner in self._graph.first_in_hierarchy(cls, lambda c: [c] if self._mirror(c, query.name) else None):
+            mirror = self._mirror(owner, query.name)
+            evidence = mirror_evidence(owner[1], mirror)  # type: ignore[arg-type]
+            return owner[0], ExportedPlacement(Place.DEVICE.value, evidence, mirror=mirror or ""), how
+        return None
+
+    def _mirror(self, cls: Key, name: str) -> Optional[str]:
+        """The host mirror (`seq_lens_cpu`) that class `cls` declares or assigns for its attribute `name`."""
+        return mirror_of(name, frozenset(self._modules[cls[0]].attribute_placements.get(cls[1], {})))
 
     def _returned(self, function: Key) -> Optional[ExportedPlacement]:
         return self._modules[function[0]].returns.get(function[1])

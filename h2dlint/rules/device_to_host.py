@@ -100,13 +100,24 @@ def sync_match(node: ast.AST, what: str, operand: DeviceOperand, remedy: str, ef
     """The finding: `what` (the construct, "`.item()` of a device tensor"), what it makes (`effect`, by default a
     copy to the host and a stream sync), the evidence, and the remedy (the host mirror first, when in sight)."""
     effect = effect or "copies to the host and waits for the device (a stream sync) on every call"
-    mirror = f"Use the host mirror `{operand.mirror}` instead, or " if operand.mirror else ""
     return Match(
         node=node,
         problem=f"{what} {effect} ({clause(operand.expr, operand.placement)})",
-        remedy=mirror + remedy if mirror else remedy[:1].upper() + remedy[1:],
+        remedy=mirror_remedy(operand.mirror, remedy),
         placement=explanation(operand.expr, operand.placement),
     )
+
+
+def mirror_remedy(mirror: Optional[str], remedy: str) -> str:
+    """`remedy` as a sentence, led by the host mirror `mirror` (`batch.seq_lens_cpu`) when there is one."""
+    if not mirror:
+        return remedy[:1].upper() + remedy[1:]
+    if remedy.startswith(MIRROR_LEAD):
+        return remedy  # it names the mirror in sight already
+    return f"{MIRROR_LEAD} `{mirror}` instead, or {remedy[:1].lower()}{remedy[1:]}"
+
+
+MIRROR_LEAD = "Use the host mirror"
 
 
 DEFER_REMEDY = (
@@ -130,9 +141,10 @@ D2H_FIX_SAFETY = """
 KNOWN_D2H_PLACEMENT = """
     Only operands that the placement analysis knows are on the device are reported: built with `device=` or
     moved with `.cuda()`/`.to(dev)` in this file, an attribute every method assigns a device tensor, a function's
-    device return value, a name such as `*_gpu`, or a tensor whose `<name>_cpu` mirror is in sight. A parameter,
-    a dataclass field or a helper's return value of unknown placement is not reported; name them in
-    `accelerator-tensors` to widen the rule. Syncs that depend on configuration or on properties that copy on
+    device return value, a name such as `*_gpu`, a tensor whose `<name>_cpu` mirror is in sight, or a field of
+    an object of known class (`meta: Metadata`, or a parameter spelt like one class, `forward_batch`) that the
+    class assigns on the device or keeps a `<name>_cpu` mirror of. A parameter, a field or a helper's return
+    value of unknown placement is not reported; name them in `accelerator-tensors` to widen the rule. Syncs that depend on configuration or on properties that copy on
     access are not visible statically: `h2dlint trace` confirms syncs at run time.
     """
 KNOWN_D2H_REGIONS = """

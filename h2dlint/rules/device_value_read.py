@@ -89,12 +89,31 @@ class DeviceValueRead(DeviceToHostRule):
                 else:
                     return out_gpu.sum().item()
             """),
-        # Unknown placement: a parameter may be on the host.
+        # Unknown placement: a parameter may be on the host, and so may a field of a class that keeps no
+        # host mirror of it.
+        Valid("""
+            import torch
+            from dataclasses import dataclass
+
+            @dataclass
+            class Metadata:
+                seq_lens: torch.Tensor
+                num_reqs: int
+
+            def forward(lens, meta: Metadata):
+                return lens.max().item(), meta.seq_lens.max().item()
+            """),
+        # `device=` a local that names the CPU, or may: only some branch sets it to an accelerator.
         Valid("""
             import torch
 
-            def forward(lens):
-                return lens.max().item()
+            def forward(x, n, flag):
+                device = "cpu"
+                where = "cpu"
+                if flag:
+                    where = "cuda"
+                a = torch.zeros(n, device=device)
+                return a.item(), torch.zeros(n, device=where).item(), x.to(where).item()
             """),
         # A host tensor, a pinned buffer read after its event (the designed wait), a NumPy array.
         Valid("""
@@ -156,6 +175,24 @@ class DeviceValueRead(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # A field of a class that also keeps its host mirror is the device copy; the class may be in another
+        # file, found through the imports.
+        Invalid(
+            """
+            import torch
+            from dataclasses import dataclass
+
+            @dataclass
+            class Metadata:
+                seq_lens: torch.Tensor
+                seq_lens_cpu: torch.Tensor
+
+            def forward(meta: Metadata):
+                return int(meta.seq_lens.max().item())  # HTD201
+            """,
+            column=16,
+            reason="Use the host mirror `meta.seq_lens_cpu` instead",
+        ),
         Invalid(
             """
             import torch

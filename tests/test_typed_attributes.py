@@ -1,0 +1,109 @@
+"""Attributes of objects of known class, across files: `meta.seq_lens` with `meta: Metadata` lives where the
+class `Metadata` of another file puts it (what its methods assign) or, when the class keeps `seq_lens_cpu` as
+well, on the device as the copy that mirror shadows; the same on every face. Nothing is reported where the
+class says nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import PYTHON, write
+
+META = """\
+    import torch
+    from dataclasses import dataclass
+
+
+    @dataclass
+    class Metadata:
+        seq_lens: torch.Tensor
+        seq_lens_cpu: torch.Tensor
+        query_start_loc: torch.Tensor
+
+
+    class Batch:
+        def __init__(self, ids, dev):
+            self.input_ids = torch.tensor(ids)
+            self.positions = torch.arange(len(ids), device=dev)
+    """
+BACKEND = """\
+    import torch
+    from pkg.meta import Batch, Metadata
+
+
+    class Backend:
+        def __init__(self, batch: Batch):
+            self.batch = batch
+
+        def forward(self, meta: Metadata, batch: Batch, dev):
+            a = meta.seq_lens.max().item()
+            b = meta.query_start_loc.max().item()
+            c = batch.input_ids.to(dev)
+            d = batch.positions.to(dev)
+            e = self.batch.input_ids.to(dev)
+            return a, b, c, d, e
+    """
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "demo"
+    write(root, "pyproject.toml", "[project]\nname = 'demo'\n\n[tool.h2dlint]\nselect = ['HTD1', 'HTD2']\n")
+    write(root, "pkg/__init__.py", "")
+    write(root, "pkg/meta.py", META)
+    write(root, "pkg/backend.py", BACKEND)
+    return root
+
+
+def findings(run_cli, *args, cwd):
+    code, out, err = run_cli("check", "--output-format", "json", "--no-cache", *args, cwd=cwd)
+    assert code in (0, 1), err
+    return {d["location"]["row"]: (d["code"], d["message"]) for d in json.loads(out)}
+
+
+def test_a_field_with_a_host_mirror_in_another_file_is_the_device_copy(project, run_cli):
+    code, message = findings(run_cli, ".", cwd=project)[10]
+    assert code == "HTD201"
+    assert "`meta.seq_lens.max()` is `Metadata.seq_lens` (meta.py), where it has a host mirror" \
+        " `Metadata.seq_lens_cpu`, so it is the device copy" in message
+    assert "Use the host mirror `meta.seq_lens_cpu` instead" in message
+
+
+def test_what_the_class_assigns_decides_and_a_field_it_says_nothing_of_is_not_reported(project, run_cli):
+    found = findings(run_cli, ".", cwd=project)
+    assert sorted(found) == [10, 12, 14]  # not 11 (no mirror, unknown), not 13 (device to device)
+    assert found[12][0] == found[14][0] == "HTD103"
+    assert "`batch.input_ids` is `Batch.input_ids` (meta.py), where it is built on the host by" \
+        " `torch.tensor(...)` at line 14" in found[12][1]
+    assert "`self.batch.input_ids` is `Batch.input_ids` (meta.py)" in found[14][1]
+
+
+def test_the_mirror_convention_switched_off_leaves_the_field_unknown(project, run_cli):
+    found = findings(run_cli, "--disable-heuristics", "placement-sibling-host-mirror", ".", cwd=project)
+    assert 10 not in found and 12 in found
+
+
+def test_flake8_and_explain_give_the_same_verdict(project, run_cli):
+    expected = sorted(findings(run_cli, "pkg/backend.py", cwd=project))
+    done = subprocess.run(
+        [PYTHON, "-m", "flake8", "--select", "HTD", "pkg/backend.py"], capture_output=True, text=True, cwd=project
+    )
+    assert sorted(int(line.split(":")[1]) for line in done.stdout.splitlines()) == expected == [10, 12, 14]
+    code, out, _ = run_cli("explain", "pkg/backend.py:11", cwd=project)
+    assert code == 0
+    assert "depends on what `meta.query_start_loc` holds, which the class of `meta` decides" in out
+
+
+def test_an_unannotated_parameter_spelt_like_the_one_class_of_that_name_holds_one(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nselect = ['HTD2']\n")
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/batch.py", "import torch\n\nclass ModelBatch:\n    seq_lens: torch.Tensor\n"
+                                    "    seq_lens_cpu: torch.Tensor\n")
+    write(tmp_path, "pkg/run.py", "import torch\n\ndef forward(model_batch, batch):\n"
+                                  "    return model_batch.seq_lens.tolist(), batch.seq_lens.tolist()\n")
+    found = findings(run_cli, "pkg", cwd=tmp_path)
+    assert sorted(found) == [4] and "is `ModelBatch.seq_lens` (batch.py)" in found[4][1]  # not `batch`: one word
+    write(tmp_path, "pkg/other.py", "class ModelBatch:\n    pass\n")  # two classes spelt so: which is unknown
+    assert findings(run_cli, "pkg", cwd=tmp_path) == {}
