@@ -37,9 +37,8 @@ from h2dlint.facts.guards import (
 )
 from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
-from h2dlint.facts.placement import default_device, device_context
 from h2dlint.facts.placement_conventions import conventions_from, mirror_names
-from h2dlint.facts.placement_regions import regions_possible
+from h2dlint.facts.placement_regions import default_device, device_context, regions_possible
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture

@@ -31,7 +31,7 @@ from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype, may_be_host_device
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import PlacementQuery
-from h2dlint.facts.syntax import last_name
+from h2dlint.facts.syntax import attribute_looked_up, last_name
 from h2dlint.facts.tensor_ops import (
     DATA_BUILDERS as _DATA,
 )
@@ -165,7 +165,7 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     if isinstance(expr, ast.Attribute):
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
             return scope.attribute(expr.attr, depth + 1).via(f"line {expr.lineno}: `self.{expr.attr}`")
-        return scope.typed_attribute(expr, depth + 1).via(f"line {expr.lineno}: `{_short(expr)}`")
+        return scope.typed_attribute(expr, depth + 1).via(f"line {expr.lineno}: `{short(expr)}`")
     if isinstance(expr, ast.Subscript):  # a view of a tensor, or an item of a container of them
         return placement_of(expr.value, scope, depth + 1)
     if isinstance(expr, ast.Call):
@@ -195,7 +195,7 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
         found = agree_all(placement_of(item, scope, depth + 1) for item in items) if items else UNKNOWN
         return found.via(f"line {value.lineno}: `{use.id} = []`, filled by `{use.id}.append(...)`")
     found = placement_of(value, scope, depth + 1)
-    return found.via(f"line {value.lineno}: `{use.id} = {_short(value)}`")
+    return found.via(f"line {value.lineno}: `{use.id} = {short(value)}`")
 
 
 def _is_empty_list(value: ast.expr) -> bool:
@@ -224,6 +224,9 @@ def _is_number(expr: ast.expr) -> bool:
 
 
 def _call(call: ast.Call, scope: PlacementScope, depth: int) -> Placement:
+    looked_up = attribute_looked_up(call)
+    if looked_up is not None:
+        return placement_of(looked_up, scope, depth + 1)
     qualified = scope.names.qualify(call.func)
     if qualified is not None:
         return _torch_call(call, qualified, scope, depth)
@@ -312,7 +315,7 @@ def _placed_by_device(call: ast.Call, scope: PlacementScope) -> Optional[Placeme
         return _built(call, place, "is built on the host (`device=` names the CPU)")
     if may_be_host_device(device, scope.names):
         return UNKNOWN  # `device = "cpu"`, set to an accelerator only in some branch
-    return _built(call, Place.DEVICE, f"is built on the device (`device={_short(device)}`)")
+    return _built(call, Place.DEVICE, f"is built on the device (`device={short(device)}`)")
 
 
 def _built(call: ast.Call, place: Place, what: str) -> Placement:
@@ -372,37 +375,14 @@ def _copies_without_blocking(call: ast.Call) -> bool:
     return flag is not None and not is_false_literal(flag)
 
 
-def _short(expr: ast.expr, limit: int = 40) -> str:
+def short(expr: ast.expr, limit: int = 40) -> str:
     text = ast.unparse(expr)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def describe(expr: ast.expr) -> str:
     """`expr` as a message names it: its source, shortened."""
-    return _short(expr, 32)
-
-
-def device_context(expr: ast.expr, names: NameResolver) -> Optional[str]:
-    """Why tensors built in `with expr:` default to a device, or None: `torch.device(<not the CPU>)`, or a
-    tensor's `.device` (`with hidden.device:`)."""
-    if isinstance(expr, ast.Call) and names.qualify(expr.func) == "torch.device":
-        device = next(iter(positional_args(expr)), None) or keyword_value(expr, "type")
-        if device is None or is_host_device(device, names):
-            return None
-        return f"inside `with torch.device({_short(device, 24)}):` at line {expr.lineno}"
-    if isinstance(expr, ast.Attribute) and expr.attr == "device":
-        return f"inside `with {_short(expr, 24)}:` at line {expr.lineno}"
-    return None
-
-
-def default_device(module: ast.Module, names: NameResolver) -> Optional[str]:
-    """Why tensors of this module default to a device: a module-level `torch.set_default_device(<not the CPU>)`."""
-    for statement in module.body:
-        call = statement.value if isinstance(statement, ast.Expr) else None
-        if isinstance(call, ast.Call) and names.qualify(call.func) == "torch.set_default_device" and call.args:
-            if not is_host_device(call.args[0], names):
-                return f"after `torch.set_default_device(...)` at line {call.lineno}"
-    return None
+    return short(expr, 32)
 
 
 def clause(expr: ast.expr, placement: Placement) -> str:

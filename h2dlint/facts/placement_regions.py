@@ -1,6 +1,9 @@
 """The regions of a function whose code says where tensors live: `with torch.device(...)` blocks (a tensor
 built there defaults to that device), and branches that test a tensor's device.
 
+`with torch.device(...)` and `with t.device:` name a device for what is built inside (`device_context`), as
+`torch.set_default_device(...)` does for a whole module (`default_device`).
+
 A branch proves placement: in `x.cpu() if x.is_cuda else x` the first `x` is on the device, and in
 `if ids.device.type == "cpu": ids = ids.to(dev)` the copied `ids` on the host (memory unknown). Only the side a
 test names is decided: not CUDA may still be XPU or NPU, so the `else` of `x.is_cuda` says nothing. A name counts
@@ -13,7 +16,9 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from h2dlint.facts.placement import Place, Placement, device_context
+from h2dlint.facts.arguments import keyword_value, positional_args
+from h2dlint.facts.constructs import is_host_device
+from h2dlint.facts.placement import Place, Placement, short
 from h2dlint.facts.scopes import NameResolver
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -221,4 +226,27 @@ def _decides(test: ast.expr) -> Optional[Tuple[ast.expr, Sides]]:
             sides = _IS_CUDA if kind == "cuda" else _IS_CPU
             equal = isinstance(test.ops[0], ast.Eq)
             return left.value.value, sides if equal else (sides[1], sides[0])  # type: ignore[union-attr]
+    return None
+
+
+def device_context(expr: ast.expr, names: NameResolver) -> Optional[str]:
+    """Why tensors built in `with expr:` default to a device, or None: `torch.device(<not the CPU>)`, or a
+    tensor's `.device` (`with hidden.device:`)."""
+    if isinstance(expr, ast.Call) and names.qualify(expr.func) == "torch.device":
+        device = next(iter(positional_args(expr)), None) or keyword_value(expr, "type")
+        if device is None or is_host_device(device, names):
+            return None
+        return f"inside `with torch.device({short(device, 24)}):` at line {expr.lineno}"
+    if isinstance(expr, ast.Attribute) and expr.attr == "device":
+        return f"inside `with {short(expr, 24)}:` at line {expr.lineno}"
+    return None
+
+
+def default_device(module: ast.Module, names: NameResolver) -> Optional[str]:
+    """Why tensors of this module default to a device: a module-level `torch.set_default_device(<not the CPU>)`."""
+    for statement in module.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if isinstance(call, ast.Call) and names.qualify(call.func) == "torch.set_default_device" and call.args:
+            if not is_host_device(call.args[0], names):
+                return f"after `torch.set_default_device(...)` at line {call.lineno}"
     return None

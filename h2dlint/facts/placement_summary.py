@@ -24,7 +24,6 @@ from h2dlint.facts.placement import (
     Placement,
     PlacementScope,
     agree_all,
-    default_device,
     placement_of,
 )
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of
@@ -37,7 +36,7 @@ from h2dlint.facts.placement_exports import (
     returned_values,
     self_assignments,
 )
-from h2dlint.facts.placement_regions import Regions, own_nodes
+from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
 from h2dlint.facts.placement_typed import class_fields, local_class, mirrored, named_like_classes, typed_receiver
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.scopes import (

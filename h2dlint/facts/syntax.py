@@ -58,3 +58,17 @@ def is_self(expr: ast.expr) -> bool:
 
 def is_none(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is None
+
+
+def attribute_looked_up(call: ast.Call) -> Optional[ast.Attribute]:
+    """`obj.name` for `getattr(obj, "name")` or `getattr(obj, "name", None)`: the attribute, where it is set."""
+    if not (isinstance(call.func, ast.Name) and call.func.id == "getattr" and 2 <= len(call.args) <= 3):
+        return None
+    name = _string(call.args[1])
+    if call.keywords or not name or not name.isidentifier() or (len(call.args) == 3 and not is_none(call.args[2])):
+        return None
+    return ast.copy_location(ast.Attribute(value=call.args[0], attr=name, ctx=ast.Load()), call)
+
+
+def _string(expr: ast.expr) -> Optional[str]:
+    return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None

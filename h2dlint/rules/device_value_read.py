@@ -193,6 +193,24 @@ class DeviceValueRead(DeviceToHostRule):
             column=16,
             reason="Use the host mirror `meta.seq_lens_cpu` instead",
         ),
+        # `getattr(obj, "name", None)` reads the attribute `obj.name`.
+        Invalid(
+            """
+            import torch
+            from dataclasses import dataclass
+
+            @dataclass
+            class Metadata:
+                seq_lens: torch.Tensor
+                seq_lens_cpu: torch.Tensor
+
+            def forward(meta: Metadata):
+                lens = getattr(meta, "seq_lens", None)
+                return lens.tolist() if lens is not None else []  # HTD201
+            """,
+            column=12,
+            reason="has a host mirror `Metadata.seq_lens_cpu`",
+        ),
         Invalid(
             """
             import torch
