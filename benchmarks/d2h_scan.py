@@ -106,11 +106,13 @@ def context(
     root: str, path: str, line: int, cache: Dict[str, List[str]], before: int = CONTEXT_BEFORE,
     after: int = CONTEXT_AFTER,
 ) -> List[str]:
-    """The lines around `line` of `path` (under `root`), the line itself marked `>`; files read once (`cache`)."""
-    if path not in cache:
-        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as handle:
-            cache[path] = handle.read().splitlines()
-    lines = cache[path]
+    """The lines around `line` of `path` (under `root`), the line itself marked `>`; files read once (`cache`,
+    by full path: two trees hold files of the same relative path, aphrodite being a fork of vllm)."""
+    full = os.path.join(root, path)
+    if full not in cache:
+        with open(full, encoding="utf-8", errors="replace") as handle:
+            cache[full] = handle.read().splitlines()
+    lines = cache[full]
     first, last = max(1, line - before), min(len(lines), line + after)
     return [f"{'>' if n == line else ' '}{n:6d} {lines[n - 1]}" for n in range(first, last + 1)]
 

@@ -36,3 +36,17 @@ def test_it_samples_unlabelled_findings_and_as_many_decoys_and_keeps_the_key_apa
     assert len(decoys) == 1 and decoys[0] in ("model.py:7", "model.py:9")  # unreported constructs
     sample = out.read_text()
     assert sample.count("### eng model.py:") == 2 and "HTD2" not in sample and "finding" not in sample
+
+
+def test_two_trees_with_a_file_of_the_same_path_each_show_their_own_lines(tmp_path):
+    """aphrodite is a fork of vllm: `model.py` of one tree must not be shown as the other's."""
+    for name, marker in (("one", "first_tree"), ("two", "second_tree")):
+        write(tmp_path / name, "model.py", ENGINE.replace("def forward", f"# {marker}\ndef forward"))
+    empty = write(tmp_path, "labels.tsv", "")
+    out, key = tmp_path / "sample.md", tmp_path / "key.tsv"
+    done = subprocess.run([PYTHON, str(SCRIPT), f"one={tmp_path / 'one'}:5", f"two={tmp_path / 'two'}:5", "--labels",
+                           str(empty), "--out", str(out), "--key", str(key)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for entry in out.read_text().split("### ")[1:]:
+        tree = entry.split()[0]
+        assert ("first_tree" if tree == "one" else "second_tree") in entry, entry
