@@ -43,8 +43,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _, constructs = scan_tree(root)
         quiet = {f"{c.path}:{c.line}" for c in constructs if has_kind([c], FOCUS_KINDS)}
         decoys = _first(name, [s for s in quiet if s not in reported and (name, s) not in labels], len(fresh))
-        entries += [(_hash(name, s), name, root, s, True) for s in fresh]
-        entries += [(_hash(name, s), name, root, s, False) for s in decoys]
+        entries += [(_hash(name, s, "order"), name, root, s, True) for s in fresh]
+        entries += [(_hash(name, s, "order"), name, root, s, False) for s in decoys]
         print(f"{name}: {len(reported)} finding lines, {len(fresh)} sampled, {len(decoys)} decoys")
     entries.sort()
     cache: Dict[str, List[str]] = {}
@@ -61,8 +61,10 @@ def _first(name: str, sites: List[str], count: int) -> List[str]:
     return sorted(sites, key=lambda s: _hash(name, s))[:count]
 
 
-def _hash(name: str, site: str) -> str:
-    return hashlib.sha1(f"{name} {site}".encode()).hexdigest()
+def _hash(name: str, site: str, purpose: str = "") -> str:
+    """The sha1 order of a site; the sample is written in another order than it is chosen in (`purpose`):
+    decoys are the lowest hashes of many constructs, so in the choosing order they would all come first."""
+    return hashlib.sha1(f"{purpose}{name} {site}".encode()).hexdigest()
 
 
 if __name__ == "__main__":

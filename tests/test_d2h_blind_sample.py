@@ -50,3 +50,18 @@ def test_two_trees_with_a_file_of_the_same_path_each_show_their_own_lines(tmp_pa
     for entry in out.read_text().split("### ")[1:]:
         tree = entry.split()[0]
         assert ("first_tree" if tree == "one" else "second_tree") in entry, entry
+
+
+def test_the_sample_is_written_in_another_sha1_order_than_it_is_chosen_in(tmp_path):
+    """Decoys are the lowest hashes of many constructs: written in the choosing order, they would all come first
+    and a labeller given the first half would see decoys only."""
+    import hashlib
+
+    write(tmp_path / "eng", "model.py", ENGINE)
+    empty = write(tmp_path, "labels.tsv", "")
+    out, key = tmp_path / "sample.md", tmp_path / "key.tsv"
+    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tmp_path / 'eng'}:5", "--labels", str(empty), "--out",
+                           str(out), "--key", str(key)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    sites = [line.split("\t")[1] for line in key.read_text().splitlines()]
+    assert sites == sorted(sites, key=lambda s: hashlib.sha1(f"ordereng {s}".encode()).hexdigest())
