@@ -165,7 +165,8 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     if isinstance(expr, ast.Attribute):
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
             return scope.attribute(expr.attr, depth + 1).via(f"line {expr.lineno}: `self.{expr.attr}`")
-        return scope.typed_attribute(expr, depth + 1).via(f"line {expr.lineno}: `{short(expr)}`")
+        found = scope.typed_attribute(expr, depth + 1)
+        return found.via(f"line {expr.lineno}: `{short(expr)}`") if found.place is not Place.UNKNOWN else found
     if isinstance(expr, ast.Subscript):  # a view of a tensor, or an item of a container of them
         return placement_of(expr.value, scope, depth + 1)
     if isinstance(expr, ast.Call):
