@@ -26,6 +26,17 @@ _NUMBER_BUILTINS = ("int", "float", "complex")
 _BOUND_FACTORIES = {"torch.arange": ("start", "end", "step"), "torch.linspace": ("start", "end", "steps")}
 _FILL_FACTORIES = {"torch.full": 1, "torch.full_like": 1}  # the position of `fill_value`
 
+# A class that keeps the host mirror of its field, for the examples that read the field.
+_METADATA_WITH_MIRROR = """
+            import torch
+            from dataclasses import dataclass
+
+            @dataclass
+            class Metadata:
+                seq_lens: torch.Tensor
+                seq_lens_cpu: torch.Tensor
+"""
+
 
 class DeviceValueRead(DeviceToHostRule):
     code = "HTD201"
@@ -178,15 +189,7 @@ class DeviceValueRead(DeviceToHostRule):
         # A field of a class that also keeps its host mirror is the device copy; the class may be in another
         # file, found through the imports.
         Invalid(
-            """
-            import torch
-            from dataclasses import dataclass
-
-            @dataclass
-            class Metadata:
-                seq_lens: torch.Tensor
-                seq_lens_cpu: torch.Tensor
-
+            _METADATA_WITH_MIRROR + """
             def forward(meta: Metadata):
                 return int(meta.seq_lens.max().item())  # HTD201
             """,
@@ -195,15 +198,7 @@ class DeviceValueRead(DeviceToHostRule):
         ),
         # `getattr(obj, "name", None)` reads the attribute `obj.name`.
         Invalid(
-            """
-            import torch
-            from dataclasses import dataclass
-
-            @dataclass
-            class Metadata:
-                seq_lens: torch.Tensor
-                seq_lens_cpu: torch.Tensor
-
+            _METADATA_WITH_MIRROR + """
             def forward(meta: Metadata):
                 lens = getattr(meta, "seq_lens", None)
                 return lens.tolist() if lens is not None else []  # HTD201
