@@ -360,8 +360,9 @@ class ModulePlacements:
         if id(function) not in self._types:
             self._names_for(function, None)
             bindings = self._function_scopes[id(function)]
-            named = named_like_classes(function, bindings.stable_parameters) if self._conventions.named_like_class else {}
-            self._types[id(function)] = {**named, **local_types(function, bindings)}
+            named = self._conventions.named_like_class
+            spelt = named_like_classes(function, bindings.stable_parameters) if named else {}
+            self._types[id(function)] = {**spelt, **local_types(function, bindings)}
         return self._types[id(function)]
 
     def _fields(self, class_name: str) -> Tuple[str, ...]:
