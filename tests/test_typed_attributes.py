@@ -107,3 +107,49 @@ def test_an_unannotated_parameter_spelt_like_the_one_class_of_that_name_holds_on
     assert sorted(found) == [4] and "is `ModelBatch.seq_lens` (batch.py)" in found[4][1]  # not `batch`: one word
     write(tmp_path, "pkg/other.py", "class ModelBatch:\n    pass\n")  # two classes spelt so: which is unknown
     assert findings(run_cli, "pkg", cwd=tmp_path) == {}
+
+
+POOLS = """\
+    import torch
+
+
+    class Pool:
+        def __init__(self, n, dev):
+            self.free = torch.arange(n, device=dev)
+
+        def alloc(self, k):
+            return self.free[:k]
+
+
+    class HostPool:
+        def alloc(self, k):
+            return torch.arange(k)
+    """
+RUNNER = """\
+    import torch
+    from pkg.pools import HostPool, Pool
+
+
+    class Runner:
+        def __init__(self, pool: Pool, host_pool: HostPool):
+            self.pool = pool
+            self.host_pool = host_pool
+
+        def forward(self, k, dev, other):
+            a = self.pool.alloc(k).tolist()
+            b = self.host_pool.alloc(k).to(dev)
+            c = self.pool.alloc(k).to(dev)
+            return a, b, c, other.alloc(k).tolist()
+    """
+
+
+def test_a_method_of_an_object_of_known_class_returns_where_that_class_says(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nselect = ['HTD1', 'HTD2']\n")
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/pools.py", POOLS)
+    write(tmp_path, "pkg/runner.py", RUNNER)
+    found = findings(run_cli, "pkg", cwd=tmp_path)
+    assert sorted(found) == [11, 12]  # not 13 (device to device), not 14 (`other` of unknown class)
+    assert found[11][0] == "HTD201" and "is returned by `alloc()` of `Pool` (pools.py), where it" in found[11][1]
+    assert found[12][0] == "HTD103" and "is returned by `alloc()` of `HostPool` (pools.py), where it is built" \
+        " on the host by `torch.arange(...)`" in found[12][1]

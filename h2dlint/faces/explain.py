@@ -88,6 +88,8 @@ def _asked(site: Site) -> str:
         return f"what `{query.name if query else ''}()` returns"
     if query.kind == "typed":
         return f"what `{query.written}` holds, which the class of `{query.written.rpartition('.')[0]}` decides"
+    if query.kind == "typed-method":
+        return f"what `.{query.name}()` returns, which the class of its object decides"
     what = f"`self.{query.name}()` returns" if query.kind == "method" else f"`self.{query.name}` holds"
     return f"what {what} in `{query.owner}`, from a base class of another file"
 

@@ -37,8 +37,7 @@ from h2dlint.facts.placement_exports import (
     self_assignments,
 )
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
-from h2dlint.facts.placement_typed import class_fields, local_class, mirrored, named_like_classes, typed_receiver
-from h2dlint.facts.receivers import local_types
+from h2dlint.facts.placement_typed import TypedReceivers
 from h2dlint.facts.scopes import (
     Bindings,
     NameResolver,
@@ -54,7 +53,7 @@ _MIRROR_STEPS = 6  # views, methods and names followed back to the tensor whose 
 Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the value (None: not its own), the line
 
 
-class ModulePlacements:
+class ModulePlacements(TypedReceivers):
     """The placement knowledge of one module, shared by every point of it; summaries are cached."""
 
     def __init__(
@@ -103,7 +102,7 @@ class ModulePlacements:
             device_context=lambda node: self._regions.device_context(function, node, names),
             attribute=lambda name, depth: self.attribute(class_name, name, depth),
             typed_attribute=lambda expr, depth: self.typed_attribute(expr, class_name, function, depth),
-            returned=lambda call, depth: self.returned(call, class_name, depth, names),
+            returned=lambda call, depth: self.returned(call, class_name, depth, names, function),
             convention=lambda expr: self._conventions.placement(
                 expr, lambda name: self._names_in(class_name, function) if self._may_have_mirror(name) else frozenset()
             ),
@@ -139,42 +138,12 @@ class ModulePlacements:
         mirror = mirror_of(last_name(expr), known) or self._typed_mirror(expr, function)
         return ast.unparse(expr) + mirror[len(last_name(expr)) :] if mirror is not None else None
 
-    def _typed_mirror(self, expr: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
-        """The mirror's name (`seq_lens_cpu`) that the class of this file that `expr`'s object is of has."""
-        if not isinstance(expr, ast.Attribute) or function is None:
-            return None
-        known = typed_receiver(expr, self._types_of(function))
-        local = local_class(known, self._classes) if known is not None else None
-        return mirror_of(expr.attr, self._attribute_names(local)) if local is not None else None
-
     # --- attributes -------------------------------------------------------------------------------------------
 
     def attribute(self, class_name: Optional[str], name: str, depth: int) -> Placement:
         if class_name not in self._classes:
             return UNKNOWN
         return self._summary((class_name, name), lambda: self._attribute(class_name, name, depth))  # type: ignore
-
-    def typed_attribute(
-        self, expr: ast.Attribute, class_name: Optional[str], function: Optional[FunctionNode], depth: int
-    ) -> Placement:
-        """Where attribute `expr.attr` of an object of known class lives (`facts.placement_typed`)."""
-        known = typed_receiver(expr, self._types_of(function)) if function is not None else None
-        if known is None:
-            return UNKNOWN
-        local = local_class(known, self._classes)
-        if local is None:
-            mirror = self._conventions.sibling
-            return self._ask(PlacementQuery("typed", expr.attr, class_name or "", known, mirror, ast.unparse(expr)))
-        found = self.attribute(local, expr.attr, depth)
-        if found.place is not Place.UNKNOWN or found.pending is not None or not self._conventions.sibling:
-            return found
-        return mirrored(local, expr.attr, self._attribute_names(local)) or UNKNOWN
-
-    def _attribute_names(self, class_name: str) -> FrozenSet[str]:
-        """The attributes a class of this file and its bases here declare or assign."""
-        return frozenset(
-            n for c in self._class_and_bases(class_name) for n in (*self._assignments_of(c), *self._fields(c))
-        )
 
     def _attribute(self, class_name: str, name: str, depth: int) -> Placement:
         assignments = self._assignments_of(class_name).get(name)
@@ -218,11 +187,17 @@ class ModulePlacements:
     # --- returns ----------------------------------------------------------------------------------------------
 
     def returned(
-        self, call: ast.Call, class_name: Optional[str], depth: int, names: Optional[NameResolver] = None
+        self, call: ast.Call, class_name: Optional[str], depth: int, names: Optional[NameResolver] = None,
+        caller: Optional[FunctionNode] = None,
     ) -> Placement:
-        """Where what `call` returns lives, when it calls a function or a method of this module; the question
-        for the project when it calls one that another file may define."""
+        """Where what `call` (made in `caller`) returns lives, when it calls a function or a method of this
+        module, or a method of an object of known class (`facts.placement_typed`); the question for the
+        project when it calls one that another file may define."""
         function, owner = self._callee(call, class_name)
+        if function is None and caller is not None:
+            typed = self._typed_method(call, class_name, caller, depth)
+            if typed is not None:
+                return typed
         if function is None:
             query = self._query_for(call, class_name, names)
             return self._ask(query) if query is not None else UNKNOWN
@@ -355,18 +330,6 @@ class ModulePlacements:
         if id(function) not in self._function_scopes:
             self._function_scopes[id(function)] = function_bindings(function, self._walrus)
         return NameResolver.of(*scopes, self._function_scopes[id(function)])
-
-    def _types_of(self, function: FunctionNode) -> Dict[str, str]:
-        if id(function) not in self._types:
-            self._names_for(function, None)
-            bindings = self._function_scopes[id(function)]
-            named = self._conventions.named_like_class
-            spelt = named_like_classes(function, bindings.stable_parameters) if named else {}
-            self._types[id(function)] = {**spelt, **local_types(function, bindings)}
-        return self._types[id(function)]
-
-    def _fields(self, class_name: str) -> Tuple[str, ...]:
-        return class_fields(self._classes[class_name])
 
     def _may_have_mirror(self, name: str) -> bool:
         """Whether the source uses `name` with a mirror's suffix (`seq_lens_cpu` for `seq_lens`)."""

@@ -12,11 +12,13 @@ answers here; one of another file is asked of the project index (`PlacementQuery
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, FrozenSet, Iterable, Optional, Tuple
 
-from h2dlint.facts.placement import Place, Placement
+from h2dlint.facts.placement import UNKNOWN, Place, Placement
 from h2dlint.facts.placement_conventions import SIBLING, mirror_of
-from h2dlint.facts.receivers import receiver
+from h2dlint.facts.placement_exports import FunctionNode, method_named
+from h2dlint.facts.receivers import local_types, receiver
+from h2dlint.facts.summary import PlacementQuery
 
 
 def class_fields(cls: ast.ClassDef) -> Tuple[str, ...]:
@@ -75,3 +77,71 @@ def mirrored(owner: str, name: str, attributes: Iterable[str]) -> Optional[Place
 
 def mirror_evidence(owner: str, mirror: str) -> str:
     return f"has a host mirror `{owner}.{mirror}`, so it is the device copy"
+
+
+class TypedReceivers:
+    """The part of `placement_summary.ModulePlacements` that reads objects of known class: their attributes
+    (`typed_attribute`), their methods' returns (`_typed_method`) and their classes' host mirrors. It uses the
+    host's `_classes`, `_conventions`, `_types`, `_function_scopes`, `attribute`, `_ask`, `_summary`,
+    `_returned`, `_class_and_bases`, `_assignments_of` and `_names_for`."""
+
+    def typed_attribute(
+        self, expr: ast.Attribute, class_name: Optional[str], function: Optional[FunctionNode], depth: int
+    ) -> Placement:
+        """Where attribute `expr.attr` of an object of known class lives (`facts.placement_typed`)."""
+        known = typed_receiver(expr, self._types_of(function)) if function is not None else None
+        if known is None:
+            return UNKNOWN
+        local = local_class(known, self._classes)
+        if local is None:
+            mirror = self._conventions.sibling
+            return self._ask(PlacementQuery("typed", expr.attr, class_name or "", known, mirror, ast.unparse(expr)))
+        found = self.attribute(local, expr.attr, depth)
+        if found.place is not Place.UNKNOWN or found.pending is not None or not self._conventions.sibling:
+            return found
+        return mirrored(local, expr.attr, self._attribute_names(local)) or UNKNOWN
+
+    def _typed_method(
+        self, call: ast.Call, class_name: Optional[str], caller: FunctionNode, depth: int
+    ) -> Optional[Placement]:
+        """What `obj.m()` returns, for an object of known class: the summary of `m` in a class of this file,
+        else the question for the project; None when the object's class is not known."""
+        func = call.func
+        known = typed_receiver(func, self._types_of(caller)) if isinstance(func, ast.Attribute) else None
+        if known is None:
+            return None
+        local = local_class(known, self._classes)
+        if local is None:
+            return self._ask(PlacementQuery("typed-method", func.attr, class_name or "", known))  # type: ignore
+        for owner in self._class_and_bases(local):
+            method = method_named(self._classes[owner], func.attr)  # type: ignore[attr-defined]
+            if method is not None:
+                key = (owner, "()" + method.name)
+                return self._summary(key, lambda: self._returned(method, owner, depth))  # noqa: B023
+        return UNKNOWN
+
+    def _typed_mirror(self, expr: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
+        """The mirror's name (`seq_lens_cpu`) that the class of this file that `expr`'s object is of has."""
+        if not isinstance(expr, ast.Attribute) or function is None:
+            return None
+        known = typed_receiver(expr, self._types_of(function))
+        local = local_class(known, self._classes) if known is not None else None
+        return mirror_of(expr.attr, self._attribute_names(local)) if local is not None else None
+
+    def _attribute_names(self, class_name: str) -> FrozenSet[str]:
+        """The attributes a class of this file and its bases here declare or assign."""
+        return frozenset(
+            n for c in self._class_and_bases(class_name) for n in (*self._assignments_of(c), *self._fields(c))
+        )
+
+    def _types_of(self, function: FunctionNode) -> Dict[str, str]:
+        if id(function) not in self._types:
+            self._names_for(function, None)
+            bindings = self._function_scopes[id(function)]
+            named = self._conventions.named_like_class
+            spelt = named_like_classes(function, bindings.stable_parameters) if named else {}
+            self._types[id(function)] = {**spelt, **local_types(function, bindings)}
+        return self._types[id(function)]
+
+    def _fields(self, class_name: str) -> Tuple[str, ...]:
+        return class_fields(self._classes[class_name])

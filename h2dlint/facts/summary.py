@@ -141,7 +141,8 @@ class PlacementQuery:
     what a method that `owner` inherits returns ("method"), or what an attribute it inherits holds
     ("attribute"); `owner` is a class of this file, `name` the method or attribute.
 
-    "typed" asks what attribute `name` of an object of known class holds: `receiver` is what is known of the
+    "typed" asks what attribute `name` of an object of known class holds ("typed-method": what its method `name`
+    returns): `receiver` is what is known of the
     object, as `CallRef.receiver` writes it (`("CommonAttentionMetadata",)` for `meta.seq_lens` with
     `meta: CommonAttentionMetadata`; `("self", "batch")` for `self.batch.seq_lens`, `owner` then the class of
     `self`), and `mirror` whether a `<name>_cpu` attribute of that class makes it the device copy

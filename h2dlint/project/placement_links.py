@@ -111,13 +111,16 @@ class PlacementLinks:
             return (key[0], self._returned(key), f"is returned by `{query.name}()`") if key is not None else None
         if query.kind == "typed":
             return self._typed(module, query)
-        cls = (module, query.owner)
-        if query.kind == "method":
-            methods = self._graph.first_in_hierarchy(cls, lambda c: self._defined(c, query.name))
+        if query.kind in ("method", "typed-method"):
+            classes = [(module, query.owner)] if query.kind == "method" else self._receiver_classes(module, query)
+            methods = self._graph.first_in_hierarchy(classes[0], lambda c: self._defined(c, query.name)) \
+                if len(classes) == 1 else []
             if not methods:
                 return None
             owner = methods[0][1].rpartition(".")[0]
-            return methods[0][0], self._returned(methods[0]), f"is returned by `self.{query.name}()` of `{owner}`"
+            written = f"self.{query.name}" if query.kind == "method" else f"{query.name}"
+            return methods[0][0], self._returned(methods[0]), f"is returned by `{written}()` of `{owner}`"
+        cls = (module, query.owner)
         found = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._assigns(c, query.name) else None)
         if not found:
             return None
@@ -128,8 +131,7 @@ class PlacementLinks:
     def _typed(self, module: str, query: PlacementQuery) -> Optional[Tuple[str, Optional[ExportedPlacement], str]]:
         """Attribute `query.name` of an object of known class (`facts.placement_typed`): what the class assigns
         it, else, with `query.mirror`, the device copy when the class has its host mirror."""
-        context = (module, query.owner) if query.owner else None
-        classes = self._graph.classes_of(module, context, query.receiver)
+        classes = self._receiver_classes(module, query)
         if len(classes) != 1:
             return None
         cls = classes[0]
@@ -143,6 +145,10 @@ class PlacementLinks:
             evidence = mirror_evidence(owner[1], mirror)  # type: ignore[arg-type]
             return owner[0], ExportedPlacement(Place.DEVICE.value, evidence, mirror=mirror or ""), how
         return None
+
+    def _receiver_classes(self, module: str, query: PlacementQuery) -> List[Key]:
+        """The project classes of the object a "typed" or "typed-method" question is about."""
+        return self._graph.classes_of(module, (module, query.owner) if query.owner else None, query.receiver)
 
     def _mirror(self, cls: Key, name: str) -> Optional[str]:
         """The host mirror (`seq_lens_cpu`) that class `cls` declares or assigns for its attribute `name`."""

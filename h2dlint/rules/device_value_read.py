@@ -196,6 +196,24 @@ class DeviceValueRead(DeviceToHostRule):
             column=16,
             reason="Use the host mirror `meta.seq_lens_cpu` instead",
         ),
+        # A method of an object of known class returns what that method returns.
+        Invalid(
+            """
+            import torch
+
+            class Pool:
+                def __init__(self, n, dev):
+                    self.free = torch.arange(n, device=dev)
+
+                def alloc(self, k):
+                    return self.free[:k]
+
+            def forward(pool: Pool, k):
+                return pool.alloc(k).tolist()  # HTD201
+            """,
+            column=12,
+            reason="is built on the device (`device=dev`)",
+        ),
         # `getattr(obj, "name", None)` reads the attribute `obj.name`.
         Invalid(
             _METADATA_WITH_MIRROR + """
