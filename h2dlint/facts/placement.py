@@ -89,6 +89,10 @@ class Placement:
 
 
 UNKNOWN = Placement(Place.UNKNOWN)
+# What a summary being worked out reads of itself (`self.ids = self.ids[keep]`, `torch.cat([self.ids, other.ids])`
+# in the class of `self.ids`): no evidence either way, so a choice between alternatives skips it (`agree_all`),
+# and the summary is what the other alternatives agree on; with nothing else, unknown.
+CYCLE = Placement(Place.UNKNOWN, "is computed from itself")
 # The evidence of an assumed answer to a pending query, replaced by the real one once the project gives it.
 PENDING_EVIDENCE = "\x00pending\x00"
 
@@ -145,9 +149,13 @@ def agree(first: Placement, second: Placement) -> Placement:
 def agree_all(placements: Iterable[Placement]) -> Placement:
     """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
     for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
-    unknown: one may be pinned."""
+    unknown: one may be pinned. An alternative that is the value itself (`CYCLE`) is skipped."""
     result: Optional[Placement] = None
+    cycle = False
     for placement in placements:
+        if placement is CYCLE:
+            cycle = True
+            continue
         if placement.place is Place.UNKNOWN:
             return UNKNOWN
         if result is None or result.place is placement.place:
@@ -156,7 +164,7 @@ def agree_all(placements: Iterable[Placement]) -> Placement:
             result = replace(result, place=Place.HOST)
         else:
             return UNKNOWN
-    return result if result is not None else UNKNOWN
+    return result if result is not None else (CYCLE if cycle else UNKNOWN)
 
 
 def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:

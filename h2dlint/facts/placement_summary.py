@@ -19,6 +19,7 @@ import ast
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.placement import (
+    CYCLE,
     UNKNOWN,
     Place,
     Placement,
@@ -79,6 +80,7 @@ class ModulePlacements(TypedReceivers):
         self._assignments: Dict[str, Dict[str, List[Assignment]]] = {}
         self._summaries: Dict[Tuple[str, str], Placement] = {}  # (class or "", attribute or "()function")
         self._in_progress: Set[Tuple[str, str]] = set()
+        self._cycle_reads: Set[Tuple[str, str]] = set()  # summaries read while they were being worked out
         self._known_names: Dict[int, FrozenSet[str]] = {}
         self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
         self._types: Dict[int, Dict[str, str]] = {}  # locals of known class, by id of the function node
@@ -277,15 +279,19 @@ class ModulePlacements(TypedReceivers):
         summaries = self._hypothetical if self._assumed else self._summaries
         if key in summaries:
             return summaries[key]
-        if key in self._in_progress:
-            return UNKNOWN  # a cycle: `self.a = self.b`, `self.b = self.a`
+        if key in self._in_progress:  # a cycle: `self.a = self.a[keep]`, `self.a = self.b`, `self.b = self.a`
+            self._cycle_reads.add(key)
+            return CYCLE
         self._in_progress.add(key)
         try:
             result = compute()
         finally:
             self._in_progress.discard(key)
-        summaries[key] = result
-        return result
+        self._cycle_reads.discard(key)
+        if self._cycle_reads & self._in_progress:
+            return result  # it read a summary still being worked out: right for that one's cycle, not for keeps
+        summaries[key] = UNKNOWN if result is CYCLE else result
+        return summaries[key]
 
     # --- for other files ----------------------------------------------------------------------------------------
 

@@ -99,7 +99,7 @@ class TypedReceivers:
         found = self.attribute(local, expr.attr, depth)
         if found.place is not Place.UNKNOWN or found.pending is not None or not self._conventions.sibling:
             return found
-        return mirrored(local, expr.attr, self._attribute_names(local)) or UNKNOWN
+        return mirrored(local, expr.attr, self._attribute_names(local)) or found
 
     def _typed_method(
         self, call: ast.Call, class_name: Optional[str], caller: FunctionNode, depth: int

@@ -80,6 +80,26 @@ class DeviceToHostCopy(DeviceToHostRule):
                 host = torch.tensor([1, 2])
                 return lens.to("cpu", non_blocking=True), ids.cpu(), host.cpu(), lens.to(torch.int32)
             """),
+        # An attribute updated from itself and once moved to the host: its assignments disagree, so unknown; and
+        # a method returning it, asked while the attribute was being worked out, is asked again afterwards.
+        Valid("""
+            import torch
+
+            class Batch:
+                def __init__(self, n, dev):
+                    self.lens = torch.zeros(n, device=dev)
+                    self.spare = torch.zeros(n, device=dev)
+
+                def current(self, flag):
+                    return self.lens if flag else self.spare
+
+                def filter(self, keep, flag):
+                    self.lens = torch.cat([self.lens[keep], self.current(flag)])
+                    self.lens = self.lens.cpu()
+
+                def forward(self, flag):
+                    return self.lens.cpu(), self.current(flag).cpu()
+            """),
         # Capture-only code: a copy inside `torch.cuda.graph(...)` cannot be a per-step sync (it would raise).
         Valid("""
             import torch
@@ -91,6 +111,28 @@ class DeviceToHostCopy(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # An attribute updated from itself (`self.ids[keep]`, `torch.cat` with another batch's) stays where its
+        # other assignments put it.
+        Invalid(
+            """
+            import torch
+
+            class Batch:
+                def __init__(self, n, dev):
+                    self.ids = torch.zeros(n, dtype=torch.int64, device=dev)
+
+                def filter(self, keep):
+                    self.ids = self.ids[keep]
+
+                def merge(self, other: "Batch"):
+                    self.ids = torch.cat([self.ids, other.ids])
+
+                def forward(self):
+                    return self.ids.cpu()  # HTD205
+            """,
+            column=16,
+            reason="is built on the device (`device=dev`)",
+        ),
         Invalid(
             """
             import torch
