@@ -164,6 +164,8 @@ class Walk:
         enclosing = self._frames[-1]
         self._record_function(node, qualname)
         bindings = function_bindings(node, self._walrus)
+        if self.context.placements is not None:
+            self.context.placements.share_bindings(node, bindings)
         method_of = enclosing.qualname if enclosing.kind is FrameKind.CLASS else None
         self._names.push(bindings)
         types = local_types(node, bindings)

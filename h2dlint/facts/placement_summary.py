@@ -89,6 +89,10 @@ class ModulePlacements(TypedReceivers):
         self._assumed: Dict[PlacementQuery, Placement] = {}  # while a rule's match is tried for each answer
         self._hypothetical: Dict[Tuple[str, str], Placement] = {}  # summaries under `_assumed`
 
+    def share_bindings(self, function: FunctionNode, bindings: Bindings) -> None:
+        """The names `function` binds, as the walk worked them out: not worked out a second time here."""
+        self._function_scopes.setdefault(id(function), bindings)
+
     def assume(self, query: Optional[PlacementQuery], answer: Placement = UNKNOWN) -> None:
         """Answer `query` with `answer` from now on (None: answer nothing, as before)."""
         self._assumed = {query: answer} if query is not None else {}
