@@ -2,10 +2,12 @@
 
 A file's placement analysis knows what its own functions return and what its own classes assign. When a copy's
 tensor comes from a function it imports (`ids = make_ids()`, `ids_mod.make_ids()`), or from a method or an
-attribute one of its classes inherits from a class in another file, the site is recorded *pending*: with the
+attribute one of its classes inherits from a class in another file, or from a field or method of an object
+whose class another file defines (`meta.seq_lens` with `meta: Metadata`), the site is recorded *pending*: with the
 question (`PlacementQuery`) and what the rule reports for each answer (`PlacedVariant`). Once every file is
 summarised, the question is asked of the file that defines the function or class (its `ModuleSummary.returns`
-and `attribute_placements`), through imports, re-exports and base classes as the index resolves calls. The
+and `attribute_placements`; for a field, also a `<name>_cpu` mirror the class declares), through imports,
+re-exports and base classes as the index resolves calls. The
 site then becomes the variant for the answer, with the evidence naming the other file ("`ids` is returned by
 `make_ids()` (pkg/ids.py), where it is built on the host by `torch.zeros(...)` at line 3"), or stays pending:
 never reported. A file checked alone (flake8 without a project, `--isolated-files` on one file) has no one to
@@ -25,10 +27,10 @@ from h2dlint.facts.placement_conventions import mirror_of
 from h2dlint.facts.placement_typed import mirror_evidence
 from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementQuery, Site
 from h2dlint.project.cache import Cache, Stat
-from h2dlint.rules.device_to_host import mirror_remedy
 from h2dlint.project.files import Candidate
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.index import ProjectGraph
+from h2dlint.rules.device_to_host import mirror_remedy
 
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
 _MAX_LINKS = 8  # files followed from one question: `a.f` returns `b.g()`, which returns `c.h()`, ...
