@@ -74,7 +74,7 @@ def may_be_host_device(expr: ast.expr, names: NameResolver) -> bool:
     if is_host_device(expr, names):
         return True
     if isinstance(expr, ast.IfExp):
-        return any(device_type(b, names) in ("", *HOST_DEVICE_TYPES) for b in (expr.body, expr.orelse))
+        return any(is_host_device(branch, names) for branch in (expr.body, expr.orelse))
     if isinstance(expr, ast.Name):
         values = (v for v in names.bound_values(expr.id) if v is not None and not isinstance(v, ast.Name))
         return any(may_be_host_device(value, names) for value in values)

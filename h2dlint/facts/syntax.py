@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, Optional, Tuple
 
+from h2dlint.facts.arguments import string_value
+
 # Fields that never hold a node worth visiting: expression contexts, operators, identifiers, flags.
 _SKIPPED_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "names", "kind", "level", "is_async", "conversion"})
 LEAVES = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal})
@@ -64,11 +66,7 @@ def attribute_looked_up(call: ast.Call) -> Optional[ast.Attribute]:
     """`obj.name` for `getattr(obj, "name")` or `getattr(obj, "name", None)`: the attribute, where it is set."""
     if not (isinstance(call.func, ast.Name) and call.func.id == "getattr" and 2 <= len(call.args) <= 3):
         return None
-    name = _string(call.args[1])
+    name = string_value(call.args[1])
     if call.keywords or not name or not name.isidentifier() or (len(call.args) == 3 and not is_none(call.args[2])):
         return None
     return ast.copy_location(ast.Attribute(value=call.args[0], attr=name, ctx=ast.Load()), call)
-
-
-def _string(expr: ast.expr) -> Optional[str]:
-    return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None
