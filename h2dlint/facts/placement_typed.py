@@ -33,12 +33,6 @@ def class_fields(cls: ast.ClassDef) -> Tuple[str, ...]:
     return tuple(names)
 
 
-def typed_receiver(expr: ast.Attribute, types: Dict[str, str]) -> Optional[Tuple[str, ...]]:
-    """What is known of the object whose attribute `expr` reads, as `CallRef.receiver` writes it; None for
-    `self.x` (the class's own attribute) and for objects of unknown class."""
-    return receiver(expr, types)
-
-
 NAMED_LIKE = "~"  # leads a receiver's root that names a parameter spelt like a class: `~forward_batch`
 
 
@@ -89,10 +83,9 @@ class TypedReceivers:
         self, expr: ast.Attribute, class_name: Optional[str], function: Optional[FunctionNode], depth: int
     ) -> Placement:
         """Where attribute `expr.attr` of an object of known class lives (`facts.placement_typed`)."""
-        known = typed_receiver(expr, self._types_of(function)) if function is not None else None
+        known, local = self._object_of(expr, function)
         if known is None:
             return UNKNOWN
-        local = local_class(known, self._classes)
         if local is None:
             mirror = self._conventions.sibling
             return self._ask(PlacementQuery("typed", expr.attr, class_name or "", known, mirror, ast.unparse(expr)))
@@ -107,14 +100,15 @@ class TypedReceivers:
         """What `obj.m()` returns, for an object of known class: the summary of `m` in a class of this file,
         else the question for the project; None when the object's class is not known."""
         func = call.func
-        known = typed_receiver(func, self._types_of(caller)) if isinstance(func, ast.Attribute) else None
+        if not isinstance(func, ast.Attribute):
+            return None
+        known, local = self._object_of(func, caller)
         if known is None:
             return None
-        local = local_class(known, self._classes)
         if local is None:
-            return self._ask(PlacementQuery("typed-method", func.attr, class_name or "", known))  # type: ignore
+            return self._ask(PlacementQuery("typed-method", func.attr, class_name or "", known))
         for owner in self._class_and_bases(local):
-            method = method_named(self._classes[owner], func.attr)  # type: ignore[attr-defined]
+            method = method_named(self._classes[owner], func.attr)
             if method is not None:
                 key = (owner, "()" + method.name)
                 return self._summary(key, lambda: self._returned(method, owner, depth))  # noqa: B023
@@ -122,11 +116,19 @@ class TypedReceivers:
 
     def _typed_mirror(self, expr: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
         """The mirror's name (`seq_lens_cpu`) that the class of this file that `expr`'s object is of has."""
-        if not isinstance(expr, ast.Attribute) or function is None:
+        if not isinstance(expr, ast.Attribute):
             return None
-        known = typed_receiver(expr, self._types_of(function))
-        local = local_class(known, self._classes) if known is not None else None
+        local = self._object_of(expr, function)[1]
         return mirror_of(expr.attr, self._attribute_names(local)) if local is not None else None
+
+    def _object_of(
+        self, expr: ast.Attribute, function: Optional[FunctionNode]
+    ) -> Tuple[Optional[Tuple[str, ...]], Optional[str]]:
+        """What is known of the object whose attribute `expr` reads, as `CallRef.receiver` writes it (None for
+        `self.x`, the class's own attribute, and for an object of unknown class), and the class of this file
+        it is an instance of, if it is one."""
+        known = receiver(expr, self._types_of(function)) if function is not None else None
+        return known, local_class(known, self._classes) if known is not None else None
 
     def _attribute_names(self, class_name: str) -> FrozenSet[str]:
         """The attributes a class of this file and its bases here declare or assign."""
