@@ -122,12 +122,10 @@ class PlacementLinks:
             owner = methods[0][1].rpartition(".")[0]
             written = f"self.{query.name}" if query.kind == "method" else f"{query.name}"
             return methods[0][0], self._returned(methods[0]), f"is returned by `{written}()` of `{owner}`"
-        cls = (module, query.owner)
-        found = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._assigns(c, query.name) else None)
-        if not found:
+        assigned = self._assigned((module, query.owner), query.name)
+        if assigned is None:
             return None
-        where, owner = found[0]
-        exported = self._modules[where].attribute_placements[owner][query.name]
+        (where, owner), exported = assigned
         return where, exported, f"is assigned by `{owner}`"
 
     def _typed(self, module: str, query: PlacementQuery) -> Optional[Tuple[str, Optional[ExportedPlacement], str]]:
@@ -138,15 +136,22 @@ class PlacementLinks:
             return None
         cls = classes[0]
         how = f"is `{cls[1]}.{query.name}`"
-        found = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._assigns(c, query.name) else None)
-        exported = self._modules[found[0][0]].attribute_placements[found[0][1]][query.name] if found else None
-        if exported is not None or not query.mirror:
-            return (found[0][0] if found else cls[0]), exported, how
-        for owner in self._graph.first_in_hierarchy(cls, lambda c: [c] if self._mirror(c, query.name) else None):
-            mirror = self._mirror(owner, query.name)
-            evidence = mirror_evidence(owner[1], mirror)  # type: ignore[arg-type]
-            return owner[0], ExportedPlacement(Place.DEVICE.value, evidence, mirror=mirror or ""), how
-        return None
+        assigned = self._assigned(cls, query.name)
+        if assigned is not None and (assigned[1] is not None or not query.mirror):
+            return assigned[0][0], assigned[1], how
+        if not query.mirror:
+            return cls[0], None, how
+        mirrored = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._mirror(c, query.name) else None)
+        if not mirrored:
+            return None
+        owner, mirror = mirrored[0], self._mirror(mirrored[0], query.name) or ""
+        return owner[0], ExportedPlacement(Place.DEVICE.value, mirror_evidence(owner[1], mirror), mirror=mirror), how
+
+    def _assigned(self, cls: Key, name: str) -> Optional[Tuple[Key, Optional[ExportedPlacement]]]:
+        """The class of `cls`'s hierarchy that assigns (or declares) its attribute `name`, and what it exports
+        of it (None: placement unknown); None when none does."""
+        found = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._assigns(c, name) else None)
+        return (found[0], self._modules[found[0][0]].attribute_placements[found[0][1]][name]) if found else None
 
     def _receiver_classes(self, module: str, query: PlacementQuery) -> List[Key]:
         """The project classes of the object a "typed" or "typed-method" question is about."""
