@@ -43,12 +43,6 @@ def _module_name(value: Any) -> str:
     return value
 
 
-def _folder(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"expected a folder such as \"..\", got {_toml_repr(value)}")
-    return value
-
-
 def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise ValueError(f"expected a table of pattern = [codes], got {_toml_repr(value)}")
@@ -78,10 +72,15 @@ def _boolean(value: Any) -> bool:
     return value
 
 
-def _string(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"expected a path, got {_toml_repr(value)}")
-    return value
+def _non_empty_string(what: str) -> Callable[[Any], str]:
+    """A reader of a value that must be a non-empty string, `what` saying which (a path, a folder)."""
+
+    def read(value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"expected {what}, got {_toml_repr(value)}")
+        return value
+
+    return read
 
 
 def _positive(value: Any) -> int:
@@ -101,13 +100,13 @@ READERS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "host-tensors": ("host_tensors", _string_list),
     "sync-allowed-contexts": ("sync_allowed_contexts", _string_list),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
-    "project-root": ("project_root", _folder),
+    "project-root": ("project_root", _non_empty_string('a folder such as ".."')),
     "min-level": ("min_level", _one_of(LEVELS)),
     "preset": ("preset", _one_of(tuple(PRESETS))),
     "hot-functions": ("hot_functions", _string_list),
     "cold-functions": ("cold_functions", _string_list),
     "default-exclude": ("default_exclude", _boolean),
-    "profile": ("profile", _string),
+    "profile": ("profile", _non_empty_string("a path")),
     "profile-min-calls": ("profile_min_calls", _positive),
     "disable-heuristics": ("disable_heuristics", _heuristic_ids),
 }
