@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
-from h2dlint.project.cache import LastRun, file_stat
+from h2dlint.project.cache import LastRun, Stat, file_stat
 from h2dlint.project.files import Candidate
 
 
@@ -23,15 +23,19 @@ def unchanged_keys(candidates: Sequence[Candidate], last: LastRun) -> Optional[L
         if candidate.error is not None:
             keys.append("!" + candidate.error)
             continue
-        known = last.stats.get(os.path.abspath(candidate.path))
-        if known is None or known[0] is None or known[0] != file_stat(candidate.path):
-            return None  # as `same_stat`, with one abspath per file: a warm run makes thousands
-        keys.append(known[1])
+        known = last.stats.get(os.path.abspath(candidate.path))  # one abspath per file: a warm run makes thousands
+        if not _still(known, candidate.path):
+            return None
+        keys.append(known[1])  # type: ignore[index]
     return keys
 
 
 def same_stat(path: str, last: LastRun) -> bool:
-    known = last.stats.get(os.path.abspath(path))
+    return _still(last.stats.get(os.path.abspath(path)), path)
+
+
+def _still(known: Optional[Tuple[Optional[Stat], str]], path: str) -> bool:
+    """Whether `path` still has the stat the last run recorded for it (`known`: its (stat, content key))."""
     return known is not None and known[0] is not None and known[0] == file_stat(path)
 
 

@@ -27,9 +27,9 @@ from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
 from h2dlint.facts.summary import ModuleSummary
 from h2dlint.project.cache import Cache, LastRun, Stat, content_key, default_cache_root, file_stat
-from h2dlint.project.fingerprints import content_keys, fingerprint, layout_key, same_stat, unchanged_since
 from h2dlint.project.confirmed import with_observed_syncs
 from h2dlint.project.files import Candidate, Excluded, discover
+from h2dlint.project.fingerprints import content_keys, fingerprint, layout_key, same_stat, unchanged_since
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_moved_loops
 from h2dlint.project.index import ProjectGraph
