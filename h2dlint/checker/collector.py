@@ -15,7 +15,7 @@ from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
 from h2dlint.facts.dispatch import declares_interface, record_table, table_called
 from h2dlint.facts.markers import find_marker, header_end
-from h2dlint.facts.placement import PENDING_EVIDENCE, Place, Placement
+from h2dlint.facts.placement_values import PENDING_EVIDENCE, Place, Placement
 from h2dlint.facts.positions import span_of
 from h2dlint.facts.receivers import call_result, call_target, receiver, written_type
 from h2dlint.facts.registrations import (

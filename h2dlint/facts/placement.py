@@ -17,84 +17,30 @@ the expression back through what this file shows:
 - naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, a tensor with a `<name>_cpu` sibling.
 
 Evidence that conflicts (a name that says host for a tensor moved to the device) gives UNKNOWN; so does
-anything not followed. Rules report only known placements.
+anything not followed. Rules report only known placements. The values and their wording are in
+`placement_values`.
 """
 
 from __future__ import annotations
 
 import ast
-import enum
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype, may_be_host_device
+from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree, agree_all, short
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.summary import PlacementQuery
 from h2dlint.facts.syntax import attribute_looked_up, last_name
-from h2dlint.facts.tensor_ops import (
-    DATA_BUILDERS as _DATA,
-)
-from h2dlint.facts.tensor_ops import (
-    FACTORIES,
-    SAME_PLACE_METHODS,
-    VIEW_METHODS,
-)
-from h2dlint.facts.tensor_ops import (
-    FOLLOW_INPUT as _FOLLOW_INPUT,
-)
-from h2dlint.facts.tensor_ops import (
-    HELPERS as _HELPERS,
-)
-from h2dlint.facts.tensor_ops import (
-    JOINS as _JOINS,
-)
-from h2dlint.facts.tensor_ops import (
-    LIKE_FACTORIES as _LIKE,
-)
-from h2dlint.facts.tensor_ops import (
-    NEW_METHODS as _NEW_METHODS,
-)
+from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
+from h2dlint.facts.tensor_ops import FACTORIES, SAME_PLACE_METHODS, VIEW_METHODS
+from h2dlint.facts.tensor_ops import FOLLOW_INPUT as _FOLLOW_INPUT
+from h2dlint.facts.tensor_ops import HELPERS as _HELPERS
+from h2dlint.facts.tensor_ops import JOINS as _JOINS
+from h2dlint.facts.tensor_ops import LIKE_FACTORIES as _LIKE
+from h2dlint.facts.tensor_ops import NEW_METHODS as _NEW_METHODS
 
 _MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
-
-
-class Place(str, enum.Enum):
-    PAGEABLE = "host (pageable)"
-    PINNED = "host (pinned)"
-    HOST = "host"  # on the host; whether pinned is not known (a name says host, `.cpu` of a buffer pair)
-    DEVICE = "device"
-    UNKNOWN = "unknown"
-
-    @property
-    def on_host(self) -> bool:
-        return self in (Place.PAGEABLE, Place.PINNED, Place.HOST)
-
-
-@dataclass(frozen=True)
-class Placement:
-    place: Place
-    evidence: str = ""  # a clause completing "`x` ...": "is built on the host by `torch.zeros(...)` at line 12"
-    chain: Tuple[str, ...] = ()  # the steps followed, from the use back to the evidence: for `explain`
-    heuristic: Optional[str] = None  # the convention that decided it, when one did (`placement-name-host`)
-    # Unknown here, and known only to another file: what to ask the project index (`placement_summary`)
-    pending: Optional[PlacementQuery] = None
-
-    def via(self, step: str) -> "Placement":
-        return replace(self, chain=(step, *self.chain)) if self.place is not Place.UNKNOWN else self
-
-    def unpinned(self) -> "Placement":
-        """The placement of a new tensor computed from this one: a host result is pageable."""
-        return replace(self, place=Place.PAGEABLE) if self.place.on_host else self
-
-
-UNKNOWN = Placement(Place.UNKNOWN)
-# What a summary being worked out reads of itself (`self.ids = self.ids[keep]`, `torch.cat([self.ids, other.ids])`
-# in the class of `self.ids`): no evidence either way, so a choice between alternatives skips it (`agree_all`),
-# and the summary is what the other alternatives agree on; with nothing else, unknown.
-CYCLE = Placement(Place.UNKNOWN, "is computed from itself")
-# The evidence of an assumed answer to a pending query, replaced by the real one once the project gives it.
-PENDING_EVIDENCE = "\x00pending\x00"
 
 
 @dataclass(frozen=True)
@@ -133,38 +79,6 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
         return found  # `x[i]`: `x`'s name was weighed already, against its own provenance
     named = scope.convention(expr)
     return agree(found, named) if named.place is not Place.UNKNOWN else found
-
-
-def agree(first: Placement, second: Placement) -> Placement:
-    """One placement from two pieces of evidence: unknown when one says host and the other device."""
-    if first.place is Place.UNKNOWN:
-        return second
-    if second.place is Place.UNKNOWN or first.place is second.place:
-        return first
-    if first.place.on_host and second.place.on_host:
-        return first if first.place is not Place.HOST else second  # the one that knows the memory
-    return UNKNOWN
-
-
-def agree_all(placements: Iterable[Placement]) -> Placement:
-    """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
-    for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
-    unknown: one may be pinned. An alternative that is the value itself (`CYCLE`) is skipped."""
-    result: Optional[Placement] = None
-    cycle = False
-    for placement in placements:
-        if placement is CYCLE:
-            cycle = True
-            continue
-        if placement.place is Place.UNKNOWN:
-            return UNKNOWN
-        if result is None or result.place is placement.place:
-            result = result or placement
-        elif result.place.on_host and placement.place.on_host:
-            result = replace(result, place=Place.HOST)
-        else:
-            return UNKNOWN
-    return result if result is not None else (CYCLE if cycle else UNKNOWN)
 
 
 def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
@@ -382,25 +296,3 @@ def _move(call: ast.Call, method: str, receiver: ast.expr, scope: PlacementScope
 def _copies_without_blocking(call: ast.Call) -> bool:
     flag = keyword_value(call, "non_blocking")
     return flag is not None and not is_false_literal(flag)
-
-
-def short(expr: ast.expr, limit: int = 40) -> str:
-    text = ast.unparse(expr)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def describe(expr: ast.expr) -> str:
-    """`expr` as a message names it: its source, shortened."""
-    return short(expr, 32)
-
-
-def clause(expr: ast.expr, placement: Placement) -> str:
-    """The evidence as a message's short clause: "`seq_lens_cpu` is built on the host at line 412"."""
-    return f"`{describe(expr)}` {placement.evidence}"
-
-
-def explanation(expr: ast.expr, placement: Placement) -> Tuple[str, ...]:
-    """The placement chain, as `explain` prints it: the verdict and its evidence, then each step followed."""
-    named = f" [heuristic: {placement.heuristic}]" if placement.heuristic else ""
-    head = f"placement: `{describe(expr)}` is on the {placement.place.value}: {placement.evidence}{named}"
-    return (head, *(f"  from {step}" for step in placement.chain))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, FrozenSet, Optional, Tuple
 
 from h2dlint.facts.heuristics import BY_ID
-from h2dlint.facts.placement import UNKNOWN, Place, Placement
+from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.syntax import last_name
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
-from h2dlint.facts.placement import Place, Placement
+from h2dlint.facts.placement_values import Place, Placement
 from h2dlint.facts.summary import ExportedPlacement
 from h2dlint.facts.syntax import is_none, is_self
 

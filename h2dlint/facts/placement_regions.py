@@ -18,7 +18,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Un
 
 from h2dlint.facts.arguments import keyword_value, positional_args
 from h2dlint.facts.constructs import is_host_device
-from h2dlint.facts.placement import Place, Placement, short
+from h2dlint.facts.placement_values import Place, Placement, short
 from h2dlint.facts.scopes import NameResolver
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]

@@ -18,15 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
-from h2dlint.facts.placement import (
-    CYCLE,
-    UNKNOWN,
-    Place,
-    Placement,
-    PlacementScope,
-    agree_all,
-    placement_of,
-)
+from h2dlint.facts.placement import PlacementScope, placement_of
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of
 from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
@@ -39,6 +31,7 @@ from h2dlint.facts.placement_exports import (
 )
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
 from h2dlint.facts.placement_typed import TypedReceivers
+from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agree_all
 from h2dlint.facts.scopes import (
     Bindings,
     NameResolver,

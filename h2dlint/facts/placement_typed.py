@@ -14,9 +14,9 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterable, Optional, Tuple
 
-from h2dlint.facts.placement import UNKNOWN, Place, Placement
 from h2dlint.facts.placement_conventions import SIBLING, mirror_of
 from h2dlint.facts.placement_exports import FunctionNode, method_named
+from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.receivers import local_types, receiver
 from h2dlint.facts.summary import PlacementQuery
 

@@ -22,9 +22,9 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, Key
-from h2dlint.facts.placement import PENDING_EVIDENCE, Place
 from h2dlint.facts.placement_conventions import mirror_of
 from h2dlint.facts.placement_typed import mirror_evidence
+from h2dlint.facts.placement_values import PENDING_EVIDENCE, Place
 from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementQuery, Site
 from h2dlint.project.cache import Cache, Stat
 from h2dlint.project.files import Candidate

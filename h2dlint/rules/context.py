@@ -15,8 +15,9 @@ from enum import Enum
 from typing import Dict, List, Optional, Sequence, Set, Union
 
 from h2dlint.facts.constructs import stream_work_in
-from h2dlint.facts.placement import UNKNOWN, Placement, placement_of
+from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_summary import ModulePlacements
+from h2dlint.facts.placement_values import UNKNOWN, Placement
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import MODULE, LoopRegion, PlacementQuery
 from h2dlint.facts.syntax import last_name

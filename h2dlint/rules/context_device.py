@@ -7,7 +7,7 @@ from typing import Optional
 
 from h2dlint.facts.arguments import has_star_args, keyword_value, positional_args
 from h2dlint.facts.constructs import has_empty_literal_data
-from h2dlint.facts.placement import Place
+from h2dlint.facts.placement_values import Place
 from h2dlint.rules.base import Match
 from h2dlint.rules.context import Context
 

@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 
 from h2dlint.facts.arguments import is_constant, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import host_built_tensor, on_accelerator
-from h2dlint.facts.placement import Place, Placement, clause, explanation
+from h2dlint.facts.placement_values import Place, Placement, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.docs import KNOWN_HEAT_LIMITS, KNOWN_PLACEMENT_LIMITS, PLACEMENT_SOURCES

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from h2dlint.facts.arguments import keyword_value, positional_args
-from h2dlint.facts.placement import Place, Placement, clause, explanation
+from h2dlint.facts.placement_values import Place, Placement, clause, explanation
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import dotted_name
 from h2dlint.facts.tensor_ops import TENSOR_FUNCTIONS, TENSOR_METHODS

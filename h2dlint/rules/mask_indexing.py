@@ -6,7 +6,7 @@ import ast
 from typing import Iterator, Optional, Tuple
 
 from h2dlint.facts.arguments import keyword_value, positional_args
-from h2dlint.facts.placement import Place
+from h2dlint.facts.placement_values import Place
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.rules.base import Invalid, Match, Valid
 from h2dlint.rules.context import Context, NodeKind

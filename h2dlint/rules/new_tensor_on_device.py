@@ -7,7 +7,7 @@ from typing import Optional
 
 from h2dlint.facts.arguments import keyword_value
 from h2dlint.facts.constructs import is_host_device, on_accelerator
-from h2dlint.facts.placement import Place, clause, explanation
+from h2dlint.facts.placement_values import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.docs import KNOWN_HEAT_LIMITS, KNOWN_PLACEMENT_LIMITS, PLACEMENT_SOURCES

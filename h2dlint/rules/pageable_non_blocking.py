@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from h2dlint.facts.constructs import device_copy, host_built_tensor
-from h2dlint.facts.placement import Place, clause, explanation
+from h2dlint.facts.placement_values import Place, clause, explanation
 from h2dlint.rules.base import Invalid, Match, Rule, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.context_device import copies_to_a_host_tensors_device

@@ -1,0 +1,104 @@
+"""The values of the placement analysis (`facts.placement`): where a tensor lives (`Place`), with its evidence
+(`Placement`); how two or more pieces of evidence combine (`agree`, `agree_all`); and how a message or
+`explain` words them."""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass, replace
+from typing import Iterable, Optional, Tuple
+
+from h2dlint.facts.summary import PlacementQuery
+
+
+class Place(str, enum.Enum):
+    PAGEABLE = "host (pageable)"
+    PINNED = "host (pinned)"
+    HOST = "host"  # on the host; whether pinned is not known (a name says host, `.cpu` of a buffer pair)
+    DEVICE = "device"
+    UNKNOWN = "unknown"
+
+    @property
+    def on_host(self) -> bool:
+        return self in (Place.PAGEABLE, Place.PINNED, Place.HOST)
+
+
+@dataclass(frozen=True)
+class Placement:
+    place: Place
+    evidence: str = ""  # a clause completing "`x` ...": "is built on the host by `torch.zeros(...)` at line 12"
+    chain: Tuple[str, ...] = ()  # the steps followed, from the use back to the evidence: for `explain`
+    heuristic: Optional[str] = None  # the convention that decided it, when one did (`placement-name-host`)
+    # Unknown here, and known only to another file: what to ask the project index (`placement_summary`)
+    pending: Optional[PlacementQuery] = None
+
+    def via(self, step: str) -> "Placement":
+        return replace(self, chain=(step, *self.chain)) if self.place is not Place.UNKNOWN else self
+
+    def unpinned(self) -> "Placement":
+        """The placement of a new tensor computed from this one: a host result is pageable."""
+        return replace(self, place=Place.PAGEABLE) if self.place.on_host else self
+
+
+UNKNOWN = Placement(Place.UNKNOWN)
+# What a summary being worked out reads of itself (`self.ids = self.ids[keep]`, `torch.cat([self.ids, other.ids])`
+# in the class of `self.ids`): no evidence either way, so a choice between alternatives skips it (`agree_all`),
+# and the summary is what the other alternatives agree on; with nothing else, unknown.
+CYCLE = Placement(Place.UNKNOWN, "is computed from itself")
+# The evidence of an assumed answer to a pending query, replaced by the real one once the project gives it.
+PENDING_EVIDENCE = "\x00pending\x00"
+
+
+def agree(first: Placement, second: Placement) -> Placement:
+    """One placement from two pieces of evidence: unknown when one says host and the other device."""
+    if first.place is Place.UNKNOWN:
+        return second
+    if second.place is Place.UNKNOWN or first.place is second.place:
+        return first
+    if first.place.on_host and second.place.on_host:
+        return first if first.place is not Place.HOST else second  # the one that knows the memory
+    return UNKNOWN
+
+
+def agree_all(placements: Iterable[Placement]) -> Placement:
+    """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
+    for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
+    unknown: one may be pinned. An alternative that is the value itself (`CYCLE`) is skipped."""
+    result: Optional[Placement] = None
+    cycle = False
+    for placement in placements:
+        if placement is CYCLE:
+            cycle = True
+            continue
+        if placement.place is Place.UNKNOWN:
+            return UNKNOWN
+        if result is None or result.place is placement.place:
+            result = result or placement
+        elif result.place.on_host and placement.place.on_host:
+            result = replace(result, place=Place.HOST)
+        else:
+            return UNKNOWN
+    return result if result is not None else (CYCLE if cycle else UNKNOWN)
+
+
+def short(expr: ast.expr, limit: int = 40) -> str:
+    text = ast.unparse(expr)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe(expr: ast.expr) -> str:
+    """`expr` as a message names it: its source, shortened."""
+    return short(expr, 32)
+
+
+def clause(expr: ast.expr, placement: Placement) -> str:
+    """The evidence as a message's short clause: "`seq_lens_cpu` is built on the host at line 412"."""
+    return f"`{describe(expr)}` {placement.evidence}"
+
+
+def explanation(expr: ast.expr, placement: Placement) -> Tuple[str, ...]:
+    """The placement chain, as `explain` prints it: the verdict and its evidence, then each step followed."""
+    named = f" [heuristic: {placement.heuristic}]" if placement.heuristic else ""
+    head = f"placement: `{describe(expr)}` is on the {placement.place.value}: {placement.evidence}{named}"
+    return (head, *(f"  from {step}" for step in placement.chain))
