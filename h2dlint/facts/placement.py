@@ -8,8 +8,8 @@ the expression back through what this file shows:
   context around them (`with torch.device(dev):`, `torch.set_default_device`), `.cpu()`, `.cuda()`,
   `.to(<device>)`, `.pin_memory()`, `torch.from_numpy`;
 - views and placement-preserving methods (`view`, slicing, `long()`, `contiguous()`, arithmetic with
-  numbers), `torch.cat`/`stack` of tensors that agree, conditional expressions whose branches agree,
-  containers of tensors that agree;
+  numbers), conditional expressions whose branches agree, containers of tensors that agree;
+- `torch.cat`/`stack`, from whichever joined tensors are known: PyTorch joins tensors of one device only;
 - local names, through the binding that reaches the use (`scopes.NameResolver.value_at`), tuple unpacking
   of literal tuples and augmented assignment;
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, replace
-from typing import Callable, Optional, Tuple
+from typing import Callable, Iterator, Optional, Tuple
 
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype, may_be_host_device
-from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree, agree_all, short
+from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agree, agree_all, short
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import attribute_looked_up, last_name
 from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
@@ -180,8 +180,52 @@ def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: in
         if out is not None:  # written into `out`, wherever that lives
             return placement_of(out, scope, depth + 1)
         first = next(iter(positional_args(call)), None) or keyword_value(call, "tensors")
-        return placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
+        return _joined(first, scope, depth).unpinned() if first is not None else UNKNOWN
     return UNKNOWN
+
+
+def _joined(tensors: ast.expr, scope: PlacementScope, depth: int) -> Placement:
+    """Where `torch.cat(tensors)` (or `stack`) builds its result. PyTorch joins only tensors of one device and
+    raises otherwise, so each tensor whose placement is known tells where all of them are: those must agree, and
+    the unknown ones are where they are."""
+    found = list(_joined_items(tensors, scope, depth))
+    known = [p for p in found if p.place is not Place.UNKNOWN]
+    if not known:
+        return CYCLE if CYCLE in found else UNKNOWN
+    return agree_all(known)
+
+
+def _joined_items(tensors: ast.expr, scope: PlacementScope, depth: int) -> Iterator[Placement]:
+    """The placement of each tensor a join reads, where `tensors` is written out (`[a, b]`, `parts + [tail]`,
+    `[*parts, tail]`, or a local bound to one); else the placement of `tensors` as a whole."""
+    if isinstance(tensors, (ast.List, ast.Tuple)):
+        for item in tensors.elts:
+            if isinstance(item, ast.Starred):
+                yield from _joined_items(item.value, scope, depth + 1)
+            else:
+                yield placement_of(item, scope, depth + 1)
+    elif _is_list_sum(tensors):
+        yield from _joined_items(tensors.left, scope, depth + 1)  # type: ignore[attr-defined]
+        yield from _joined_items(tensors.right, scope, depth + 1)  # type: ignore[attr-defined]
+    elif isinstance(tensors, ast.Name) and depth < _MAX_DEPTH:
+        yield from (p.via(f"line {tensors.lineno}: `{tensors.id}`") for p in _named_items(tensors, scope, depth))
+    else:
+        yield placement_of(tensors, scope, depth + 1)
+
+
+def _named_items(name: ast.Name, scope: PlacementScope, depth: int) -> Iterator[Placement]:
+    value = scope.names.value_at(name)
+    if (isinstance(value, (ast.List, ast.Tuple)) and value.elts) or (value is not None and _is_list_sum(value)):
+        yield from _joined_items(value, scope, depth + 1)  # `parts = [head, *rest]`: read together
+    else:
+        yield placement_of(name, scope, depth + 1)  # `rows = []` filled by `.append`: every item agrees, or unknown
+
+
+def _is_list_sum(expr: ast.expr) -> bool:
+    """`parts + [tail]`: lists added up, at least one written out (two tensors added are a tensor)."""
+    return isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add) and any(
+        isinstance(side, (ast.List, ast.Tuple, ast.ListComp)) or _is_list_sum(side) for side in (expr.left, expr.right)
+    )
 
 
 def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) -> Placement:

@@ -173,6 +173,12 @@ class BlockingHostCopy(Rule):
         Valid("""
             import torch
 
+            def forward(prefix, lens, dev):
+                return torch.cat([prefix, lens]).to(dev)  # no joined tensor is known: unknown
+            """),
+        Valid("""
+            import torch
+
             class Runner:
                 def __init__(self, n, dev):
                     self.lens = torch.zeros(n, device=dev)
@@ -345,6 +351,16 @@ class BlockingHostCopy(Rule):
                     return self.host_positions(n).to(dev)  # HTD103
             """,
             reason="(`self.host_positions(n)` is built on the host by `torch.arange(...)` at line 5)",
+        ),
+        # A join's tensors share one device (PyTorch raises otherwise): one built on the host places the rest.
+        Invalid(
+            """
+            import torch
+
+            def forward(lens, dev):
+                return torch.cat([torch.zeros(1, dtype=lens.dtype), lens]).to(dev)  # HTD103
+            """,
+            reason="is built on the host by `torch.zeros(...)` at line 4)",
         ),
         Invalid(
             """

@@ -214,6 +214,17 @@ class DeviceValueRead(DeviceToHostRule):
             column=12,
             reason="is built on the device (`device=dev`)",
         ),
+        # One joined tensor on the device puts the join there: PyTorch joins tensors of one device only.
+        Invalid(
+            """
+            import torch
+
+            def forward(ids, extra, dev):
+                return torch.cat([ids.to(dev), extra]).tolist()  # HTD201
+            """,
+            column=12,
+            reason="is moved to the device by `.to(...)` at line 4",
+        ),
         # `getattr(obj, "name", None)` reads the attribute `obj.name`.
         Invalid(
             _METADATA_WITH_MIRROR + """
