@@ -33,6 +33,7 @@ from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agr
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import attribute_looked_up, last_name
 from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
+from h2dlint.facts.tensor_ops import ELEMENTWISE as _ELEMENTWISE
 from h2dlint.facts.tensor_ops import FACTORIES, SAME_PLACE_METHODS, VIEW_METHODS
 from h2dlint.facts.tensor_ops import FOLLOW_INPUT as _FOLLOW_INPUT
 from h2dlint.facts.tensor_ops import HELPERS as _HELPERS
@@ -40,6 +41,8 @@ from h2dlint.facts.tensor_ops import JOINS as _JOINS
 from h2dlint.facts.tensor_ops import LIKE_FACTORIES as _LIKE
 from h2dlint.facts.tensor_ops import NEW_METHODS as _NEW_METHODS
 
+# The tensor operands of an elementwise torch function given by keyword (`torch.where(c, input=a, other=b)`).
+_OPERAND_KEYWORDS = frozenset({"input", "other", "condition", "elements", "test_elements", "boundaries", "self"})
 _MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
 
 
@@ -172,6 +175,9 @@ def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: in
         return _placed_by_device(call, scope) or (
             placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
         )
+    if qualified in _ELEMENTWISE:
+        operands = (*positional_args(call), *(k.value for k in call.keywords if k.arg in _OPERAND_KEYWORDS))
+        return _arithmetic(tuple(operands), scope, depth) if operands else UNKNOWN
     if qualified in _FOLLOW_INPUT:
         first = next(iter(positional_args(call)), None) or keyword_value(call, "input")
         return placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN

@@ -50,6 +50,15 @@ FOLLOW_INPUT = frozenset(
         "nn.functional.softmax nn.functional.log_softmax nn.functional.pad nn.functional.one_hot"
     ).split()
 )
+# Of those, the ones whose other positional arguments are tensors too, broadcast with the input: the result is
+# where a device operand is (a host operand may be a 0-dim scalar, which mixes with any device).
+ELEMENTWISE = frozenset(
+    "torch." + name
+    for name in (
+        "where add sub mul div remainder eq ne lt le gt ge logical_and logical_or logical_xor minimum maximum isin "
+        "searchsorted bucketize"
+    ).split()
+)
 # `h2dlint.runtime`'s helpers, which fixes write in place of `torch.tensor(..., device=)`: placed as that was.
 HELPERS = frozenset({"h2d_tensor", "h2d_as_tensor"})
 NEW_METHODS = frozenset("new_tensor new_zeros new_ones new_full new_empty".split())

@@ -95,6 +95,16 @@ class DataDependentShape(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # An elementwise torch function is where its device operand is (a host operand may be a 0-dim scalar).
+        Invalid(
+            """
+            import torch
+
+            def forward(keep, ids, dev):
+                return torch.where(keep, ids.to(dev), -1).nonzero()  # HTD203
+            """,
+            reason="is moved to the device by `.to(...)` at line 4",
+        ),
         Invalid(
             """
             import torch

@@ -87,6 +87,14 @@ class PageableNonBlocking(Rule):
     references = ("cuda-sync", "pin-memory", "sync-debug-mode", "runtime", "reference", "hotness")
 
     VALID = (
+        # A host operand of an elementwise function does not place it: `x` may be on the device, the mask 0-dim.
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                keep = torch.ones(1, dtype=torch.bool)
+                return torch.where(keep, x, 0).to(dev, non_blocking=True)
+            """),
         Valid("""
             import torch
 
