@@ -29,7 +29,7 @@ from typing import Callable, Iterator, Optional, Tuple
 
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype, may_be_host_device
-from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agree, agree_all, short
+from h2dlint.facts.placement_values import CYCLE, EMPTY, UNKNOWN, Place, Placement, agree, agree_all, short
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import attribute_looked_up, last_name
 from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
@@ -236,7 +236,7 @@ def _is_list_sum(expr: ast.expr) -> bool:
 
 def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) -> Placement:
     if _is_empty(call, qualified):
-        return UNKNOWN  # `torch.zeros(0)`, `torch.tensor([])`: nothing is ever copied, wherever it lives
+        return EMPTY  # `torch.zeros(0)`, `torch.tensor([])`: nothing is ever copied, wherever it lives
     placed = _placed_by_device(call, scope)
     if placed is not None:
         return placed

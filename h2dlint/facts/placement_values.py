@@ -46,6 +46,10 @@ UNKNOWN = Placement(Place.UNKNOWN)
 # in the class of `self.ids`): no evidence either way, so a choice between alternatives skips it (`agree_all`),
 # and the summary is what the other alternatives agree on; with nothing else, unknown.
 CYCLE = Placement(Place.UNKNOWN, "is computed from itself")
+# A tensor with no elements (`torch.empty(0)`, `torch.tensor([])`): a copy of it moves nothing, so it is never
+# reported; and as one alternative of several (`torch.cat(parts) if parts else torch.empty(0)`) it says nothing
+# of where the others live, so a choice skips it too.
+EMPTY = Placement(Place.UNKNOWN, "has no elements")
 # The evidence of an assumed answer to a pending query, replaced by the real one once the project gives it.
 PENDING_EVIDENCE = "\x00pending\x00"
 
@@ -64,12 +68,15 @@ def agree(first: Placement, second: Placement) -> Placement:
 def agree_all(placements: Iterable[Placement]) -> Placement:
     """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
     for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
-    unknown: one may be pinned. An alternative that is the value itself (`CYCLE`) is skipped."""
+    unknown: one may be pinned. An alternative that is the value itself (`CYCLE`) or has no elements (`EMPTY`)
+    is skipped."""
     result: Optional[Placement] = None
     cycle = False
     for placement in placements:
         if placement is CYCLE:
             cycle = True
+            continue
+        if placement is EMPTY:
             continue
         if placement.place is Place.UNKNOWN:
             return UNKNOWN

@@ -231,6 +231,18 @@ class PageableNonBlocking(Rule):
             column=12,
             reason="`step` runs per step",
         ),
+        # A tensor with no elements copies nothing, so the alternative to it decides where the copy comes from.
+        Invalid(
+            """
+            import torch
+
+            def step(lens, dev):
+                lens_t = torch.tensor(lens) if lens else torch.empty(0, dtype=torch.int64)
+                return lens_t.to(dev, non_blocking=True)  # HTD104
+            """,
+            column=12,
+            reason="is built on the host by `torch.tensor(...)` at line 4",
+        ),
         Invalid(
             """
             import torch
