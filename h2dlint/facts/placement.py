@@ -44,6 +44,8 @@ from h2dlint.facts.tensor_ops import NEW_METHODS as _NEW_METHODS
 # The tensor operands of an elementwise torch function given by keyword (`torch.where(c, input=a, other=b)`).
 _OPERAND_KEYWORDS = frozenset({"input", "other", "condition", "elements", "test_elements", "boundaries", "self"})
 _MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
+_MAX_CHOICES = 4  # bindings of a name in branches, all of which may reach a use, that are followed
+_CHOICE_DEPTH = 8  # the steps one such choice costs
 
 
 @dataclass(frozen=True)
@@ -115,13 +117,27 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
     value = scope.names.value_at(use)
     if value is None:
         target = scope.names.augmented_target(use)  # `x += y` keeps `x` where it was
-        return placement_of(target, scope, depth + 1) if target is not None else UNKNOWN
+        if target is not None:
+            return placement_of(target, scope, depth + 1)
+        return _one_of_bindings(use, scope, depth)
     if _is_empty_list(value):  # `ids = []` then `ids.append(x)`: where every item lives
         items = scope.appended(use.id)
         found = agree_all(placement_of(item, scope, depth + 1) for item in items) if items else UNKNOWN
         return found.via(f"line {value.lineno}: `{use.id} = []`, filled by `{use.id}.append(...)`")
     found = placement_of(value, scope, depth + 1)
     return found.via(f"line {value.lineno}: `{use.id} = {short(value)}`")
+
+
+def _one_of_bindings(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
+    """`if c: x = a` / `else: x = b` / use: where every binding that may reach the use agrees. Each such
+    choice costs `_CHOICE_DEPTH` steps, which bounds the alternatives followed to a few levels of them."""
+    values = scope.names.reaching_values(use)
+    if not values or len(values) > _MAX_CHOICES:
+        return UNKNOWN
+    return agree_all(
+        placement_of(value, scope, depth + _CHOICE_DEPTH).via(f"line {value.lineno}: `{use.id} = {short(value)}`")
+        for value in values
+    )
 
 
 def _is_empty_list(value: ast.expr) -> bool:

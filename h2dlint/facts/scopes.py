@@ -11,16 +11,12 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
+from h2dlint.facts.reaching import Binding, Position, Span, certain_binding, reaching_values
 from h2dlint.facts.syntax import child_nodes
 
 TORCH = "torch"
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
-Position = Tuple[int, int]  # (line, column) as `ast` gives them
-Span = Tuple[Position, Position]
-# One binding of a name: where it takes effect, the value of a plain `name = value` (None for any other
-# binding), and the statement list it is made in (from its first statement's start to its last one's end).
-Binding = Tuple[Position, Optional[ast.expr], Span]
 
 _START: Position = (0, 0)  # where parameters are bound: before any statement
 _WHOLE: Span = ((0, 0), (1 << 30, 0))  # a function's own body, as far as its bindings are concerned
@@ -190,17 +186,16 @@ class NameResolver:
         reaching = self._reaching_binding(use) if self._scopes else None
         return self._scopes[-1].augmented.get(reaching[0]) if reaching is not None else None
 
+    def reaching_values(self, use: ast.Name) -> Optional[Tuple[ast.expr, ...]]:
+        """For a name bound several times, the value of each plain binding that may reach `use` (`if c: x = a`
+        / `else: x = b`), as `facts.reaching` finds them; None when another kind of binding may."""
+        timeline = self._scopes[-1].rebound.get(use.id) if self._scopes else None
+        return reaching_values(timeline, (use.lineno, use.col_offset)) if timeline else None
+
     def _reaching_binding(self, use: ast.Name) -> Optional[Binding]:
         """The binding just before `use`, of a name bound several times, when it certainly reaches `use`."""
         timeline = self._scopes[-1].rebound.get(use.id)
-        if not timeline:
-            return None
-        here = (use.lineno, use.col_offset)
-        earlier = [binding for binding in timeline if binding[0] <= here]
-        if not earlier:
-            return None
-        _, _, (first, last) = earlier[-1]
-        return earlier[-1] if first <= here <= last else None
+        return certain_binding(timeline, (use.lineno, use.col_offset)) if timeline else None
 
     def qualify(self, expr: ast.expr) -> Optional[str]:
         """`torch.tensor` for `th.tensor`, `tensor` (from torch import tensor), ...; None when not torch."""

@@ -63,6 +63,15 @@ class DeviceToHostCopy(DeviceToHostRule):
     )
 
     VALID = (
+        # One binding that may reach the use is a parameter, of unknown placement: not reported.
+        Valid("""
+            import torch
+
+            def forward(ids, greedy):
+                if greedy:
+                    ids = ids.cuda()
+                return ids.cpu()
+            """),
         # `.numpy()` of a CUDA tensor raises: never a silent sync.
         Valid("""
             import torch
@@ -111,6 +120,21 @@ class DeviceToHostCopy(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # A name bound in branches is where every binding that may reach the use puts it.
+        Invalid(
+            """
+            import torch
+
+            def forward(logits, greedy, dev):
+                if greedy:
+                    ids = logits.to(dev).argmax(-1)
+                else:
+                    ids = torch.zeros(len(logits), dtype=torch.long, device=dev)
+                return ids.cpu()  # HTD205
+            """,
+            column=12,
+            reason="is moved to the device by `.to(...)` at line 5",
+        ),
         # An attribute updated from itself (`self.ids[keep]`, `torch.cat` with another batch's) stays where its
         # other assignments put it.
         Invalid(

@@ -1,0 +1,45 @@
+"""Which bindings of a local name reach a use of it, read from the timeline that `scopes` records for a name
+bound more than once (`Binding`: where it takes effect, its plain value, the statement list it is made in).
+
+A binding made in the statement list that holds the use, or in one enclosing it, certainly runs before the
+use (it dominates it): the last such one, and every binding between it and the use, which may have run after
+it (`x = a` / `if c: x = b` / use), are the ones that reach. With none of that kind (`if c: x = a` /
+`else: x = b`), every earlier binding may be the one: a local read before any binding raises, so one of them
+ran. Loops are not looked into: a binding later in a loop body that holds the use is not counted, as
+`NameResolver.value_at` does not count it either.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Sequence, Tuple
+
+Position = Tuple[int, int]  # (line, column) as `ast` gives them
+Span = Tuple[Position, Position]
+# One binding of a name: where it takes effect, the value of a plain `name = value` (None for any other
+# binding), and the statement list it is made in (from its first statement's start to its last one's end).
+Binding = Tuple[Position, Optional[ast.expr], Span]
+
+
+def certain_binding(timeline: Sequence[Binding], here: Position) -> Optional[Binding]:
+    """The binding just before `here`, when it certainly reaches it (made in a statement list holding `here`)."""
+    earlier = [binding for binding in timeline if binding[0] <= here]
+    return earlier[-1] if earlier and _dominates(earlier[-1], here) else None
+
+
+def reaching_values(timeline: Sequence[Binding], here: Position) -> Optional[Tuple[ast.expr, ...]]:
+    """The value of each binding that may be the last to run before `here`, in source order; None when one
+    of them is not a plain `name = value` (a parameter, a loop target, an unpacking) or none is earlier."""
+    values: List[ast.expr] = []
+    for binding in reversed([binding for binding in timeline if binding[0] <= here]):
+        if binding[1] is None:
+            return None
+        values.append(binding[1])
+        if _dominates(binding, here):
+            break
+    return tuple(reversed(values)) or None
+
+
+def _dominates(binding: Binding, here: Position) -> bool:
+    first, last = binding[2]
+    return first <= here <= last
