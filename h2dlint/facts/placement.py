@@ -173,7 +173,7 @@ def _call(call: ast.Call, scope: PlacementScope, depth: int) -> Placement:
     if qualified is not None:
         return _torch_call(call, qualified, scope, depth)
     if last_name(call.func) in _HELPERS:
-        return _placed_by_device(call, scope) or UNKNOWN
+        return _placed_by_device(call, scope, depth) or UNKNOWN
     if isinstance(call.func, ast.Attribute):
         found = _method(call, call.func.attr, scope, depth)
         if found is not None:
@@ -188,7 +188,7 @@ def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: in
         return _factory(call, qualified, scope, depth)
     if qualified in _LIKE:
         first = next(iter(positional_args(call)), None)
-        return _placed_by_device(call, scope) or (
+        return _placed_by_device(call, scope, depth) or (
             placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN
         )
     if qualified in _ELEMENTWISE:
@@ -253,7 +253,7 @@ def _is_list_sum(expr: ast.expr) -> bool:
 def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) -> Placement:
     if _is_empty(call, qualified):
         return EMPTY  # `torch.zeros(0)`, `torch.tensor([])`: nothing is ever copied, wherever it lives
-    placed = _placed_by_device(call, scope)
+    placed = _placed_by_device(call, scope, depth)
     if placed is not None:
         return placed
     if has_star_args(call):
@@ -294,16 +294,22 @@ def _pins(call: ast.Call) -> bool:
     return pinned is not None and not is_false_literal(pinned.value)
 
 
-def _placed_by_device(call: ast.Call, scope: PlacementScope) -> Optional[Placement]:
+def _placed_by_device(call: ast.Call, scope: PlacementScope, depth: int) -> Optional[Placement]:
     """The placement a `device=` argument gives, or None without one."""
     device = keyword_value(call, "device")
     if device is None:
         return None
+    pinned = Place.PINNED if _pins(call) else Place.PAGEABLE
     if is_host_device(device, scope.names):
-        place = Place.PINNED if _pins(call) else Place.PAGEABLE
-        return _built(call, place, "is built on the host (`device=` names the CPU)")
+        return _built(call, pinned, "is built on the host (`device=` names the CPU)")
     if may_be_host_device(device, scope.names):
         return UNKNOWN  # `device = "cpu"`, set to an accelerator only in some branch
+    if isinstance(device, ast.Attribute) and device.attr == "device":  # `device=ids.device`: where `ids` is
+        beside = placement_of(device.value, scope, depth + 1)
+        if beside.place is not Place.UNKNOWN:
+            where = f"is built where `{short(device.value)}` is (`device={short(device)}`) at line {call.lineno}"
+            place = Place.DEVICE if beside.place is Place.DEVICE else pinned
+            return Placement(place, where, chain=(f"`{short(device.value)}` {beside.evidence}", *beside.chain))
     return _built(call, Place.DEVICE, f"is built on the device (`device={short(device)}`)")
 
 
@@ -328,7 +334,7 @@ def _method(call: ast.Call, method: str, scope: PlacementScope, depth: int) -> O
     if method in ("cuda", "to"):
         return _move(call, method, receiver, scope, depth)
     if method in _NEW_METHODS:
-        placed = _placed_by_device(call, scope) or placement_of(receiver, scope, depth + 1).unpinned()
+        placed = _placed_by_device(call, scope, depth) or placement_of(receiver, scope, depth + 1).unpinned()
         if placed.place.on_host and _pins(call):
             return _built(call, Place.PINNED, f"is built in pinned memory by `.{method}(..., pin_memory=True)`")
         return placed

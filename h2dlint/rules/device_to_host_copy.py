@@ -63,6 +63,15 @@ class DeviceToHostCopy(DeviceToHostRule):
     )
 
     VALID = (
+        # `device=t.device` of a host tensor `t` builds on the host.
+        Valid("""
+            import torch
+
+            def forward(lens):
+                lens_t = torch.tensor(lens)
+                starts = torch.zeros(len(lens), device=lens_t.device)
+                return starts.cpu()
+            """),
         # One binding that may reach the use is a parameter, of unknown placement: not reported.
         Valid("""
             import torch

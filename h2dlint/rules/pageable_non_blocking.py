@@ -231,6 +231,19 @@ class PageableNonBlocking(Rule):
             column=12,
             reason="`step` runs per step",
         ),
+        # `device=t.device` builds where `t` is: on the host when `t` is known to be there.
+        Invalid(
+            """
+            import torch
+
+            def step(ids, dev):
+                ids_t = torch.tensor(ids)
+                pos = torch.arange(len(ids), device=ids_t.device)
+                return pos.to(dev, non_blocking=True)  # HTD104
+            """,
+            column=12,
+            reason="is built where `ids_t` is (`device=ids_t.device`) at line 5",
+        ),
         # A tensor with no elements copies nothing, so the alternative to it decides where the copy comes from.
         Invalid(
             """
