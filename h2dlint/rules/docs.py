@@ -103,8 +103,10 @@ PLACEMENT_SOURCES = """
         Where a tensor lives is followed back from the copy through what the file shows: constructors and
         factories (`device=`, `pin_memory=True`, a `with torch.device(...)` block, `torch.set_default_device`),
         `.cpu()`, `.cuda()`, `.to(...)`, `.pin_memory()`, views and placement-preserving methods (`view`,
-        slicing, `.long()`, `.contiguous()`, arithmetic with numbers), `torch.cat`/`stack` of tensors that agree,
-        local names (tuple unpacking and `+=` included), `self.x` through every assignment in the class's
+        slicing, `.long()`, `.contiguous()`, arithmetic with numbers), elementwise torch functions (where a device
+        operand is), `torch.cat`/`stack` (any joined tensor whose placement is known: a join needs one device),
+        `device=t.device` (where `t` is, when known), local names (tuple unpacking, `+=`, and a name bound in
+        branches, when every binding that may reach the use agrees), `self.x` through every assignment in the class's
         methods, the return values of the module's functions and methods, and a branch that tests the device
         (inside `if x.is_cuda:` or `... if x.device.type != "cpu" else ...`, `x` is on the device; where a test
         names the CPU, on the host; the `else` of `x.is_cuda` says nothing, since XPU and NPU tensors are not CUDA
