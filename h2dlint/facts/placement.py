@@ -10,8 +10,11 @@ the expression back through what this file shows:
 - views and placement-preserving methods (`view`, slicing, `long()`, `contiguous()`, arithmetic with
   numbers), conditional expressions whose branches agree, containers of tensors that agree;
 - `torch.cat`/`stack`, from whichever joined tensors are known: PyTorch joins tensors of one device only;
-- local names, through the binding that reaches the use (`scopes.NameResolver.value_at`), tuple unpacking
-  of literal tuples and augmented assignment;
+- local names, through the binding that reaches the use (`scopes.NameResolver.value_at`) or, for a name
+  bound in branches, every binding that may (`facts.reaching`), tuple unpacking of literal tuples and
+  augmented assignment;
+- elementwise torch functions (`torch.where`, `torch.eq`), where a device operand is; `device=t.device`,
+  where `t` is when that is known;
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
   the class's methods, through what they return (`placement_summary`);
 - naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, a tensor with a `<name>_cpu` sibling.

@@ -1,0 +1,91 @@
+"""`facts.reaching`: which bindings of a local name may reach a use, as the placement analysis follows them
+for a name bound in branches."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from h2dlint.facts.scopes import NameResolver, function_bindings
+
+
+def reaching(source: str):
+    """The values (as source) that may reach the last use of `x` in the function, or None."""
+    function = ast.parse(textwrap.dedent(source)).body[0]
+    names = NameResolver.of(function_bindings(function))
+    use = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == "x" and isinstance(n.ctx, ast.Load)]
+    found = names.reaching_values(max(use, key=lambda n: (n.lineno, n.col_offset)))
+    return None if found is None else [ast.unparse(value) for value in found]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (  # both branches bind: either may be the one
+            """
+            def f(c):
+                if c:
+                    x = a()
+                else:
+                    x = b()
+                return x
+            """,
+            ["a()", "b()"],
+        ),
+        (  # a binding that certainly runs, then one that may: both
+            """
+            def f(c):
+                x = a()
+                if c:
+                    x = b()
+                return x
+            """,
+            ["a()", "b()"],
+        ),
+        (  # the last binding certainly runs: only it, and nothing before it
+            """
+            def f(c):
+                if c:
+                    x = a()
+                x = b()
+                return x
+            """,
+            ["b()"],
+        ),
+        (  # a parameter rebound in a branch: the parameter may reach, and it has no plain value
+            """
+            def f(x, c):
+                if c:
+                    x = a()
+                return x
+            """,
+            None,
+        ),
+        (  # a loop target is no plain binding either
+            """
+            def f(items, c):
+                x = a()
+                for x in items:
+                    pass
+                return x
+            """,
+            None,
+        ),
+    ],
+)
+def test_reaching_values(source, expected):
+    assert reaching(source) == expected
+
+
+def test_a_binding_in_the_other_branch_is_counted_which_only_makes_agreement_stricter():
+    source = """
+        def f(c):
+            x = a()
+            if c:
+                x = b()
+            else:
+                return x
+        """
+    assert reaching(source) == ["a()", "b()"]
