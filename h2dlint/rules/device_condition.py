@@ -67,6 +67,16 @@ class DeviceCondition(DeviceToHostRule):
     )
 
     VALID = (
+        # A loop alone does not make a read hot: `check_pages` is not known to run per step.
+        Valid("""
+            import torch
+
+            def check_pages(n, dev):
+                free = torch.zeros(n, dtype=torch.bool, device=dev)
+                for r in range(n):
+                    if free[r]:
+                        raise RuntimeError(r)
+            """),
         # Python values named like device things, shapes and identity tests.
         Valid("""
             import torch
@@ -96,6 +106,19 @@ class DeviceCondition(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # The same loop in a function that runs per step is hot.
+        Invalid(
+            """
+            import torch
+
+            def decode_step(n, dev):
+                free = torch.zeros(n, dtype=torch.bool, device=dev)
+                for r in range(n):
+                    if free[r]:  # HTD204
+                        raise RuntimeError(r)
+            """,
+            reason="`decode_step` runs per step",
+        ),
         Invalid(
             """
             import torch
