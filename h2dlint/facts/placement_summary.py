@@ -200,18 +200,27 @@ class ModulePlacements(TypedReceivers):
         if function is None:
             query = self._query_for(call, class_name, names)
             return self._ask(query) if query is not None else UNKNOWN
-        key = (owner or "", "()" + function.name)
-        return self._summary(key, lambda: self._returned(function, owner, depth))  # type: ignore[arg-type]
+        return self._return_summary(function, owner, depth)
 
     def _callee(self, call: ast.Call, class_name: Optional[str]) -> Tuple[Optional[FunctionNode], Optional[str]]:
         if isinstance(call.func, ast.Name):
             return self._functions.get(call.func.id), None
         if isinstance(call.func, ast.Attribute) and is_self(call.func.value) and class_name in self._classes:
-            for owner in self._class_and_bases(class_name):  # type: ignore[arg-type]
-                method = method_named(self._classes[owner], call.func.attr)
-                if method is not None:
-                    return method, owner
+            return self._method_of(class_name, call.func.attr)  # type: ignore[arg-type]
         return None, None
+
+    def _method_of(self, class_name: str, name: str) -> Tuple[Optional[FunctionNode], Optional[str]]:
+        """Method `name` of a class of this file, defined in it or in a base class here, with the class that
+        defines it; (None, None) when none of them does."""
+        for owner in self._class_and_bases(class_name):
+            method = method_named(self._classes[owner], name)
+            if method is not None:
+                return method, owner
+        return None, None
+
+    def _return_summary(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
+        """Where what `function` (a method of `owner`, or a module function) returns lives, worked out once."""
+        return self._summary((owner or "", "()" + function.name), lambda: self._returned(function, owner, depth))
 
     def _query_for(
         self, call: ast.Call, class_name: Optional[str], names: Optional[NameResolver]

@@ -15,7 +15,7 @@ import ast
 from typing import Dict, FrozenSet, Iterable, Optional, Tuple
 
 from h2dlint.facts.placement_conventions import SIBLING, mirror_of
-from h2dlint.facts.placement_exports import FunctionNode, method_named
+from h2dlint.facts.placement_exports import FunctionNode
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.receivers import local_types, receiver
 from h2dlint.facts.summary import PlacementQuery
@@ -76,8 +76,8 @@ def mirror_evidence(owner: str, mirror: str) -> str:
 class TypedReceivers:
     """The part of `placement_summary.ModulePlacements` that reads objects of known class: their attributes
     (`typed_attribute`), their methods' returns (`_typed_method`) and their classes' host mirrors. It uses the
-    host's `_classes`, `_conventions`, `_types`, `_function_scopes`, `attribute`, `_ask`, `_summary`,
-    `_returned`, `_class_and_bases`, `_assignments_of` and `_names_for`."""
+    host's `_classes`, `_conventions`, `_types`, `_function_scopes`, `attribute`, `_ask`, `_method_of`,
+    `_return_summary`, `_class_and_bases`, `_assignments_of` and `_names_for`."""
 
     def typed_attribute(
         self, expr: ast.Attribute, class_name: Optional[str], function: Optional[FunctionNode], depth: int
@@ -107,12 +107,8 @@ class TypedReceivers:
             return None
         if local is None:
             return self._ask(PlacementQuery("typed-method", func.attr, class_name or "", known))
-        for owner in self._class_and_bases(local):
-            method = method_named(self._classes[owner], func.attr)
-            if method is not None:
-                key = (owner, "()" + method.name)
-                return self._summary(key, lambda: self._returned(method, owner, depth))  # noqa: B023
-        return UNKNOWN
+        method, owner = self._method_of(local, func.attr)
+        return self._return_summary(method, owner, depth) if method is not None else UNKNOWN
 
     def _typed_mirror(self, expr: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
         """The mirror's name (`seq_lens_cpu`) that the class of this file that `expr`'s object is of has."""
