@@ -115,8 +115,9 @@ class PlacementLinks:
             return self._typed(module, query)
         if query.kind in ("method", "typed-method"):
             classes = [(module, query.owner)] if query.kind == "method" else self._receiver_classes(module, query)
-            methods = self._graph.first_in_hierarchy(classes[0], lambda c: self._defined(c, query.name)) \
-                if len(classes) == 1 else []
+            if len(classes) != 1:
+                return None
+            methods = self._graph.first_in_hierarchy(classes[0], lambda c: self._defined(c, query.name))
             if not methods:
                 return None
             owner = methods[0][1].rpartition(".")[0]

@@ -183,12 +183,16 @@ class DeviceToHostRule(Rule):
 
     @classmethod
     def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
-        if site.loop is not None and owner is None:
-            return None  # `LOOP_IN_UNKNOWN_CODE`
-        return super().report_reason(site, owner, module)
+        return None if _hot_by_loop_alone(site, owner) else super().report_reason(site, owner, module)
 
     @classmethod
     def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
-        if site.loop is not None and owner is None and site_cold_reason(site) is None:
+        if _hot_by_loop_alone(site, owner) and site_cold_reason(site) is None:
             return LOOP_IN_UNKNOWN_CODE
         return super().unreported_reason(site, owner)
+
+
+def _hot_by_loop_alone(site: Site, owner: Optional[Heat]) -> bool:
+    """Whether only the loop around `site` would make it hot: its function's heat is not known
+    (`LOOP_IN_UNKNOWN_CODE`)."""
+    return site.loop is not None and owner is None
