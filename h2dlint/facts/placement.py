@@ -13,8 +13,11 @@ the expression back through what this file shows:
 - local names, through the binding that reaches the use (`scopes.NameResolver.value_at`) or, for a name
   bound in branches, every binding that may (`facts.reaching`), tuple unpacking of literal tuples and
   augmented assignment;
-- elementwise torch functions (`torch.where`, `torch.eq`), where a device operand is; `device=t.device`,
-  where `t` is when that is known;
+- elementwise torch functions (`torch.where`, `torch.eq`) and operators, where a device operand is; a host
+  operand with a dimension (`tensor_dims`) keeps them on the host, as a device operand beside it would raise;
+  `device=t.device`, where `t` is when that is known;
+- names unpacked from a call (`rows, cols = torch.meshgrid(a, b)`, `vals, ids = x.topk(k)`): where every item
+  of its result is;
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
   the class's methods, through what they return (`placement_summary`);
 - naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, a tensor with a `<name>_cpu` sibling.
@@ -35,6 +38,8 @@ from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dty
 from h2dlint.facts.placement_values import CYCLE, EMPTY, UNKNOWN, Place, Placement, agree, agree_all, short
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import attribute_looked_up, last_name
+from h2dlint.facts.tensor_dims import has_dims
+from h2dlint.facts.tensor_ops import BROADCASTING as _BROADCASTING
 from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
 from h2dlint.facts.tensor_ops import ELEMENTWISE as _ELEMENTWISE
 from h2dlint.facts.tensor_ops import FACTORIES, SAME_PLACE_METHODS, VIEW_METHODS
@@ -42,6 +47,7 @@ from h2dlint.facts.tensor_ops import FOLLOW_INPUT as _FOLLOW_INPUT
 from h2dlint.facts.tensor_ops import HELPERS as _HELPERS
 from h2dlint.facts.tensor_ops import JOINS as _JOINS
 from h2dlint.facts.tensor_ops import LIKE_FACTORIES as _LIKE
+from h2dlint.facts.tensor_ops import MESHES as _MESHES
 from h2dlint.facts.tensor_ops import NEW_METHODS as _NEW_METHODS
 
 # The tensor operands of an elementwise torch function given by keyword (`torch.where(c, input=a, other=b)`).
@@ -122,6 +128,9 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
         target = scope.names.augmented_target(use)  # `x += y` keeps `x` where it was
         if target is not None:
             return placement_of(target, scope, depth + 1)
+        unpacked = scope.names.unpacked_value(use)  # `rows, cols = torch.meshgrid(a, b)`: where every item is
+        if unpacked is not None:
+            return placement_of(unpacked, scope, depth + 1).via(f"line {unpacked.lineno}: `{use.id}`, unpacked")
         return _one_of_bindings(use, scope, depth)
     if _is_empty_list(value):  # `ids = []` then `ids.append(x)`: where every item lives
         items = scope.appended(use.id)
@@ -151,14 +160,25 @@ def _is_empty_list(value: ast.expr) -> bool:
     )
 
 
-def _arithmetic(operands: Tuple[ast.expr, ...], scope: PlacementScope, depth: int) -> Placement:
-    """`a + 1`, `a * b`, `a > b`: where the tensor operands agree, numbers aside. A device operand with the
-    others unknown is on the device too: an unknown operand is a number, a 0-dim tensor or a device tensor (any
-    other host tensor raises); a host operand with others unknown is unknown (they may be on the device)."""
-    found = [placement_of(o, scope, depth + 1) for o in operands if not _is_number(o)]
+def _arithmetic(
+    operands: Tuple[ast.expr, ...], scope: PlacementScope, depth: int, broadcasting: bool = True
+) -> Placement:
+    """`a + 1`, `a * b`, `a > b`: where the tensor operands agree, numbers aside. With some operands unknown:
+    - a device operand puts the result on the device: an unknown operand is a number, a 0-dim tensor or a
+      device tensor (any other host tensor raises);
+    - for a `broadcasting` operation (operators, `tensor_ops.BROADCASTING`), a host operand with a dimension
+      (`tensor_dims`) keeps it on the host: a device operand would raise;
+    - a host operand that may have none gives unknown (a 0-dim host tensor mixes with a device tensor)."""
+    tensors = [o for o in operands if not _is_number(o)]
+    found = [placement_of(o, scope, depth + 1) for o in tensors]
     known = [p for p in found if p.place is not Place.UNKNOWN]
-    if known and len(known) < len(found) and all(p.place is Place.DEVICE for p in known):
-        return known[0]
+    if known and len(known) < len(found):
+        if all(p.place is Place.DEVICE for p in known):
+            return known[0]
+        on_host = all(p.place.on_host for p in known)
+        shaped = broadcasting and any(p.place.on_host and has_dims(o, scope.names) for o, p in zip(tensors, found))
+        if on_host and shaped:
+            return agree_all(known).unpinned()
     return agree_all(found).unpinned()
 
 
@@ -196,7 +216,9 @@ def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: in
         )
     if qualified in _ELEMENTWISE:
         operands = (*positional_args(call), *(k.value for k in call.keywords if k.arg in _OPERAND_KEYWORDS))
-        return _arithmetic(tuple(operands), scope, depth) if operands else UNKNOWN
+        return _arithmetic(tuple(operands), scope, depth, qualified in _BROADCASTING) if operands else UNKNOWN
+    if qualified in _MESHES:  # `torch.meshgrid(a, b)`: a tuple of tensors, each where `a` and `b` are
+        return _joined(ast.Tuple(elts=positional_args(call), ctx=ast.Load()), scope, depth).unpinned()
     if qualified in _FOLLOW_INPUT:
         first = next(iter(positional_args(call)), None) or keyword_value(call, "input")
         return placement_of(first, scope, depth + 1).unpinned() if first is not None else UNKNOWN

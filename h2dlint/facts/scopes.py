@@ -43,6 +43,10 @@ class Bindings:
     # For function scopes: where each augmented assignment of a plain name takes effect -> its target, so that
     # `x += 1` is known to keep `x` where it was.
     augmented: Dict[Position, ast.Name] = field(default_factory=dict)
+    # For function scopes: the call each `a, b = f(...)` unpacks, by where it takes effect, and by name for the
+    # names bound only there (what is in the tuple is the placement analysis's business, not the value's).
+    unpacked_at: Dict[Position, ast.Call] = field(default_factory=dict)
+    unpacked_once: Dict[str, ast.Call] = field(default_factory=dict)
     # For class scopes: the instance attributes that every `self.x = ...` in the class's methods puts on an
     # accelerator, worked out on first use (the collector, which knows the constructs, sets this).
     accelerator_attributes: Optional[Callable[[], FrozenSet[str]]] = None
@@ -89,6 +93,13 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
         if len(annotations) == 1 and name not in collector.declared_global
     }
     collector.bindings.augmented = collector.augmented
+    collector.bindings.unpacked_at = {where: call for where, (call, _) in collector.unpacked.items()}
+    collector.bindings.unpacked_once = {
+        name: call
+        for call, targets in collector.unpacked.values()
+        for name in targets
+        if collector.counts[name] == 1 and name not in collector.declared_global
+    }
     collector.bindings.loop_iterables = {
         name: iterable
         for name, iterable in collector.loop_iterables.items()
@@ -171,6 +182,18 @@ class NameResolver:
         reaching = self._reaching_binding(use)
         return reaching[1] if reaching is not None else None
 
+    def unpacked_value(self, use: ast.Name) -> Optional[ast.Call]:
+        """The call whose result `use` reads an item of (`rows, cols = torch.meshgrid(a, b)`), when that
+        unpacking is the binding of `use` that certainly reaches it, else None."""
+        if not self._scopes:
+            return None
+        scope = self._scopes[-1]
+        once = scope.unpacked_once.get(use.id)
+        if once is not None:
+            return once
+        reaching = self._reaching_binding(use) if use.id in scope.rebound else None
+        return scope.unpacked_at.get(reaching[0]) if reaching is not None and reaching[1] is None else None
+
     def bound_values(self, name: str) -> Tuple[Optional[ast.expr], ...]:
         """Every value the current function binds `name` to, in source order (None for a binding that is not
         a plain assignment: a parameter, a loop variable)."""
@@ -230,6 +253,7 @@ class _BindingCollector:
         self.annotations: Dict[str, List[ast.expr]] = {}
         self.loop_iterables: Dict[str, ast.expr] = {}
         self.augmented: Dict[Position, ast.Name] = {}
+        self.unpacked: Dict[Position, Tuple[ast.Call, Tuple[str, ...]]] = {}  # the call and the names it binds
         self._block: Span = _WHOLE  # the statement list being visited
         self._module_level = module_level
         self._except_depth = 0
@@ -294,6 +318,9 @@ class _BindingCollector:
                 else:
                     self._bind_targets(target, _end(node))
             return True
+        if _unpacks_call(node):
+            names = tuple(target.id for target in node.targets[0].elts)  # type: ignore[attr-defined]
+            self.unpacked[_end(node)] = (node.value, names)  # type: ignore[assignment]
         for target in node.targets:
             self._bind_targets(target, _end(node))
         return True
@@ -380,6 +407,13 @@ def _is_unpacking(node: ast.Assign) -> bool:
         and len(value.elts) == len(targets)
         and not any(isinstance(item, ast.Starred) for item in (*targets, *value.elts))
     )
+
+
+def _unpacks_call(node: ast.Assign) -> bool:
+    """`a, b = f(...)`: plain names, none starred, bound from the items of what one call returns."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], (ast.Tuple, ast.List)):
+        return False
+    return isinstance(node.value, ast.Call) and all(isinstance(t, ast.Name) for t in node.targets[0].elts)
 
 
 def _non_block_children(node: ast.AST, blocks: Tuple[str, ...]) -> Iterable[ast.AST]:

@@ -16,6 +16,8 @@ LIKE_FACTORIES = frozenset(
     "torch." + n for n in "zeros_like ones_like full_like empty_like rand_like randn_like".split()
 )
 JOINS = frozenset("torch." + n for n in "cat concat concatenate stack hstack vstack".split())
+# torch functions that return a tuple of tensors built from all their tensor arguments, which must share a device.
+MESHES = frozenset({"torch.meshgrid", "torch.broadcast_tensors"})
 # Methods whose result shares the receiver's memory, so a pinned receiver gives a pinned view.
 VIEW_METHODS = frozenset(
     "view view_as narrow expand expand_as permute transpose t squeeze unsqueeze unflatten select detach "
@@ -46,7 +48,8 @@ FOLLOW_INPUT = frozenset(
         "logical_not logical_xor isnan isinf isfinite isin softmax log_softmax sigmoid tanh relu cumsum cumprod "
         "gather index_select masked_select masked_fill nonzero argwhere unique topk sort argsort clamp minimum "
         "maximum round floor ceil exp log sqrt flip roll narrow reshape flatten squeeze unsqueeze transpose permute "
-        "diff searchsorted bucketize count_nonzero repeat_interleave remainder add sub mul div "
+        "diff searchsorted bucketize count_nonzero repeat_interleave remainder add sub mul div split chunk unbind "
+        "tensor_split "
         "nn.functional.softmax nn.functional.log_softmax nn.functional.pad nn.functional.one_hot"
     ).split()
 )
@@ -59,6 +62,9 @@ ELEMENTWISE = frozenset(
         "searchsorted bucketize"
     ).split()
 )
+# Of those, the ones PyTorch computes elementwise over broadcast operands (as operators do), which reject a host
+# operand with a dimension beside a device one (`isin`, `searchsorted` and `bucketize` have their own rules).
+BROADCASTING = ELEMENTWISE - {"torch.isin", "torch.searchsorted", "torch.bucketize"}
 # `h2dlint.runtime`'s helpers, which fixes write in place of `torch.tensor(..., device=)`: placed as that was.
 HELPERS = frozenset({"h2d_tensor", "h2d_as_tensor"})
 NEW_METHODS = frozenset("new_tensor new_zeros new_ones new_full new_empty".split())
@@ -67,4 +73,4 @@ NEW_METHODS = frozenset("new_tensor new_zeros new_ones new_full new_empty".split
 TENSOR_METHODS = (VIEW_METHODS | SAME_PLACE_METHODS | NEW_METHODS | frozenset("cpu cuda to pin_memory".split())) - {
     "split"
 }
-TENSOR_FUNCTIONS = FACTORIES | LIKE_FACTORIES | JOINS | FOLLOW_INPUT | frozenset({"torch.from_numpy"})
+TENSOR_FUNCTIONS = FACTORIES | LIKE_FACTORIES | JOINS | MESHES | FOLLOW_INPUT | frozenset({"torch.from_numpy"})

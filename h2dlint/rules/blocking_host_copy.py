@@ -204,6 +204,14 @@ class BlockingHostCopy(Rule):
                 host = torch.arange(n)
                 return lens_cpu.to("cuda"), host.to(host.device)
             """),
+        # A host tensor without a dimension (`torch.tensor(2.0)`) mixes with a device tensor: unknown.
+        Valid("""
+            import torch
+
+            def forward(lens, dev):
+                scale = torch.tensor(2.0)
+                return (scale * lens).to(dev)
+            """),
         # `.to(t)` and `.to(t.device)` with `t` on the host stay on the host.
         Valid("""
             import torch
@@ -361,6 +369,22 @@ class BlockingHostCopy(Rule):
                 return torch.cat([torch.zeros(1, dtype=lens.dtype), lens]).to(dev)  # HTD103
             """,
             reason="is built on the host by `torch.zeros(...)` at line 4)",
+        ),
+        # A host tensor with a dimension keeps arithmetic on the host, whatever the other operand: a device one
+        # would raise. Names unpacked from `torch.meshgrid` are where its inputs are.
+        Invalid(
+            """
+            import torch
+
+            def forward(shapes, offsets, dev):
+                parts = []
+                for h, w in shapes:
+                    rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+                    parts.append(rows.reshape(-1) * w + offsets[None, :])
+                return torch.cat(parts).to(dev)  # HTD103
+            """,
+            column=12,
+            reason="is built on the host by `torch.arange(...)` at line 6)",
         ),
         Invalid(
             """

@@ -129,6 +129,18 @@ class DeviceToHostCopy(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # Names unpacked from a call are where every item of its result is: `topk` gives both on the device.
+        Invalid(
+            """
+            import torch
+
+            def forward(logits, k, dev):
+                scores, ids = logits.to(dev).topk(k)
+                return ids.cpu()  # HTD205
+            """,
+            column=12,
+            reason="is moved to the device by `.to(...)` at line 4",
+        ),
         # A name bound in branches is where every binding that may reach the use puts it.
         Invalid(
             """

@@ -92,7 +92,7 @@ class PageableNonBlocking(Rule):
             import torch
 
             def step(x, dev):
-                keep = torch.ones(1, dtype=torch.bool)
+                keep = torch.tensor(True)
                 return torch.where(keep, x, 0).to(dev, non_blocking=True)
             """),
         Valid("""
