@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from h2dlint.facts.scopes import NameResolver, function_bindings
+from h2dlint.facts.bindings import function_bindings
+from h2dlint.facts.scopes import NameResolver
 
 
 def reaching(source: str):

@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from h2dlint.facts.scopes import NameResolver, function_bindings, module_bindings
+from h2dlint.facts.bindings import function_bindings, module_bindings
+from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.tensor_dims import has_dims
 
 

@@ -42,7 +42,8 @@ from h2dlint.facts.placement_regions import default_device, device_context, regi
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
-from h2dlint.facts.scopes import Bindings, NameResolver, class_bindings, function_bindings, module_bindings
+from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings, module_bindings
+from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import LoopKind, LoopRegion
 from h2dlint.facts.syntax import child_nodes

@@ -15,7 +15,8 @@ from h2dlint.facts.arguments import (
     positional_args,
     string_value,
 )
-from h2dlint.facts.scopes import NameResolver, function_bindings
+from h2dlint.facts.bindings import function_bindings
+from h2dlint.facts.scopes import NameResolver
 
 LocalValue = Callable[[str], Optional[ast.expr]]  # the value a function's local holds, when it is known
 

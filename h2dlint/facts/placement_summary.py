@@ -32,12 +32,8 @@ from h2dlint.facts.placement_exports import (
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
 from h2dlint.facts.placement_typed import TypedReceivers
 from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agree_all
-from h2dlint.facts.scopes import (
-    Bindings,
-    NameResolver,
-    class_bindings,
-    function_bindings,
-)
+from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings
+from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import ExportedPlacement, PlacementQuery
 from h2dlint.facts.syntax import is_self, last_name
 from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple, Union
 
-from h2dlint.facts.scopes import Bindings
+from h2dlint.facts.bindings import Bindings
 from h2dlint.facts.summary import CallKind
 from h2dlint.facts.syntax import dotted_name, is_none, is_self, last_name
 
