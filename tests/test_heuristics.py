@@ -395,6 +395,13 @@ def test_explain_names_the_placement_convention_a_finding_rests_on(tmp_path, run
     assert "[heuristic: placement-sibling-host-mirror]" in out
 
 
+def test_explain_says_a_tensor_of_unknown_placement_is_never_reported(tmp_path, run_cli):
+    path = write(tmp_path, "unknown.py", "import torch\n\n\ndef forward(x, dev):\n    return x.to(dev)\n")
+    code, out, _ = run_cli("explain", f"{path}:5", str(tmp_path))
+    assert code == 0 and "which is hot" in out
+    assert "unknown is never reported" in out
+
+
 def test_explain_names_the_guard_that_makes_a_site_one_time(tmp_path, run_cli):
     source = dict((case[0], case[1]) for case in CASES)["one-time-guard-hasattr"]
     path = write(tmp_path, "table.py", source)

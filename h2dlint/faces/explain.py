@@ -24,6 +24,13 @@ def project_folder(path: str) -> str:
     return os.path.relpath(top)
 
 
+# What a line without a recorded site means: no selected rule matched, or the tensor's placement decided it.
+NOTHING_REPORTED = (
+    "no construct that a selected rule reports is on this line (a copy is reported only from a tensor known to be"
+    " on the host, and a device-to-host read only of one known to be on the device: unknown is never reported)"
+)
+
+
 def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
     """Lines of text that say why `path:line` is hot or cold, and, for each site on it, whether it is reported.
     Raises SourceError when the file could not be analysed."""
@@ -42,7 +49,7 @@ def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
             lines.append(f"{path}:{site.span.row}:{site.span.column}: {site.code} {verdict}")
             lines.extend(f"    {step}" for step in (site.placement if site.query is None else ()))
     if len(lines) == 1:
-        lines.append(f"{path}:{line}: no H2D construct that a selected rule matches is on this line")
+        lines.append(f"{path}:{line}: {NOTHING_REPORTED}")
     return lines
 
 
