@@ -33,6 +33,8 @@ class Bindings:
     single_values: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: parameters that the body never binds again.
     stable_parameters: Set[str] = field(default_factory=set)
+    # For function scopes: the default of each such parameter that has one (`device="cpu"`).
+    parameter_defaults: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: names bound more than once -> each binding in source order (see `Binding`).
     rebound: Dict[str, List["Binding"]] = field(default_factory=dict)
     # For function scopes: names declared once with an annotation (`relay: Relay = ...`) -> that annotation,
@@ -77,6 +79,11 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
     collector.bindings.stable_parameters = {
         name for name in parameter_names(node.args) if collector.counts[name] == 1
     }
+    collector.bindings.parameter_defaults = {
+        name: default
+        for name, default in parameter_defaults(node.args)
+        if name in collector.bindings.stable_parameters
+    }
     collector.bindings.single_values = {
         name: value
         for name, value in collector.values.items()
@@ -113,6 +120,13 @@ def class_bindings(node: ast.ClassDef, walrus: bool = True) -> Bindings:
     collector.visit_all(node.body)
     collector.bindings.is_class = True
     return collector.bindings
+
+
+def parameter_defaults(args: ast.arguments) -> Iterable[Tuple[str, ast.expr]]:
+    """Each parameter that has a default, with it: the last positional ones, and keyword-only ones."""
+    positional = (*args.posonlyargs, *args.args)
+    yield from zip((arg.arg for arg in positional[len(positional) - len(args.defaults):]), args.defaults)
+    yield from ((arg.arg, default) for arg, default in zip(args.kwonlyargs, args.kw_defaults) if default is not None)
 
 
 def parameter_names(args: ast.arguments) -> Iterable[str]:

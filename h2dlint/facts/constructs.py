@@ -69,10 +69,20 @@ def is_host_device(expr: ast.expr, names: NameResolver) -> bool:
     return kind == "" or kind in HOST_DEVICE_TYPES
 
 
+def host_by_default(expr: ast.expr, names: NameResolver) -> bool:
+    """`device` in `def f(x, device="cpu")`, never rebound: the function runs on the host unless a caller says
+    otherwise, so its copies are not known to reach an accelerator."""
+    if not isinstance(expr, ast.Name):
+        return False
+    default = names.parameter_default(expr.id)
+    return default is not None and is_host_device(default, names)
+
+
 def may_be_host_device(expr: ast.expr, names: NameResolver) -> bool:
-    """Whether a device may be the host's: one that is, a conditional with such a branch, or a local name that
-    one of its bindings sets to one (`device = "cpu"`, then `device = "cuda"` in a branch)."""
-    if is_host_device(expr, names):
+    """Whether a device may be the host's: one that is, a conditional with such a branch, a parameter that
+    defaults to one, or a local name that one of its bindings sets to one (`device = "cpu"`, then
+    `device = "cuda"` in a branch)."""
+    if is_host_device(expr, names) or host_by_default(expr, names):
         return True
     if isinstance(expr, ast.IfExp):
         return any(is_host_device(branch, names) for branch in (expr.body, expr.orelse))
@@ -108,9 +118,10 @@ def has_empty_literal_data(call: ast.Call) -> bool:
 
 
 def accelerator_device(call: ast.Call, names: NameResolver) -> Optional[ast.expr]:
-    """The `device=` argument of `call` when it may name an accelerator; None when absent or a host device."""
+    """The `device=` argument of `call` when it may name an accelerator; None when absent, a host device, or a
+    parameter that defaults to one (`host_by_default`)."""
     device = keyword_value(call, "device")
-    return None if device is None or is_host_device(device, names) else device
+    return None if device is None or is_host_device(device, names) or host_by_default(device, names) else device
 
 
 def host_built_tensor(expr: ast.expr, names: NameResolver, pinned_too: bool = False) -> Optional[ast.Call]:
@@ -319,8 +330,8 @@ def device_copy(call: ast.Call, names: NameResolver) -> Optional[DeviceCopy]:
         device = keyword_value(call, "device")
         if device is None and positional and not looks_like_dtype(positional[0], names):
             device = positional[0]
-        if device is None or is_host_device(device, names):
-            return None  # a dtype conversion, or a copy to the host
+        if device is None or is_host_device(device, names) or host_by_default(device, names):
+            return None  # a dtype conversion, a copy to the host, or to a device that defaults to the host
         flag_positions = (1, 2)
     else:
         flag_positions = (1,)

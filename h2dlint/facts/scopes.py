@@ -52,6 +52,12 @@ class NameResolver:
         """Whether the innermost function scope binds `name` itself (a parameter, a local, a local import)."""
         return len(self._scopes) > 1 and not self._scopes[-1].is_class and self._scopes[-1].lookup(name) is not None
 
+    def parameter_default(self, name: str) -> Optional[ast.expr]:
+        """The default of `name` when it is a parameter of the current function that its body never rebinds."""
+        if not self._scopes or self._scopes[-1].is_class:
+            return None
+        return self._scopes[-1].parameter_defaults.get(name)
+
     def is_accelerator_attribute(self, name: str) -> bool:
         """Whether `self.name`, read in a method, is an attribute its class always puts on an accelerator."""
         if len(self._scopes) < 2 or self._scopes[-1].is_class:

@@ -120,6 +120,12 @@ class BlockingHostCopy(Rule):
         Valid("""
             import torch
 
+            def step(x, *, device="cpu"):
+                return torch.from_numpy(x).to(device)
+            """),
+        Valid("""
+            import torch
+
             def step(x, dev):
                 return torch.tensor(x, device=dev).to(dev)
             """),

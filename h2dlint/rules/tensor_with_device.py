@@ -80,6 +80,13 @@ class TensorWithDevice(Rule):
             def forward(x):
                 return torch.tensor(x, device='cpu')
             """),
+        # A device parameter that defaults to the CPU: the function runs on the host unless a caller says so.
+        Valid("""
+            import torch
+
+            def forward(speech, device: str = "cpu"):
+                return torch.tensor(speech, device=device)
+            """),
         Valid("""
             import torch
 
