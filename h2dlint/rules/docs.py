@@ -103,9 +103,11 @@ PLACEMENT_SOURCES = """
         Where a tensor lives is followed back from the copy through what the file shows: constructors and
         factories (`device=`, `pin_memory=True`, a `with torch.device(...)` block, `torch.set_default_device`),
         `.cpu()`, `.cuda()`, `.to(...)`, `.pin_memory()`, views and placement-preserving methods (`view`,
-        slicing, `.long()`, `.contiguous()`, arithmetic with numbers), elementwise torch functions (where a device
-        operand is), `torch.cat`/`stack` (any joined tensor whose placement is known: a join needs one device),
-        `device=t.device` (where `t` is, when known), local names (tuple unpacking, `+=`, and a name bound in
+        slicing, `.long()`, `.contiguous()`, arithmetic with numbers), elementwise torch functions and operators
+        (where a device operand is; a host operand with a dimension keeps them on the host, since PyTorch mixes only
+        0-dim host tensors with device ones), `torch.cat`/`stack` (any joined tensor whose placement is known: a join needs one device),
+        `device=t.device` (where `t` is, when known), local names (tuple unpacking, names unpacked from a call such
+        as `rows, cols = torch.meshgrid(a, b)` or `vals, ids = x.topk(k)`, `+=`, and a name bound in
         branches, when every binding that may reach the use agrees), `self.x` through every assignment in the class's
         methods, the return values of the module's functions and methods, and a branch that tests the device
         (inside `if x.is_cuda:` or `... if x.device.type != "cpu" else ...`, `x` is on the device; where a test
@@ -129,7 +131,9 @@ KNOWN_PLACEMENT_LIMITS = """
         Placement is known only from this file: a tensor passed in as a parameter, a dataclass field, or an
         attribute or return value defined in another module is unknown unless a name convention or the
         `host-tensors` / `accelerator-tensors` settings say where it lives, so such copies are missed.
-        Placement decided by configuration (a `device` option that may be the CPU) is not seen either.
+        Placement decided by configuration (a `device` option that may be the CPU) is not seen either, except a
+        `device` parameter that defaults to the CPU (`def f(x, device="cpu")`), which is never taken for an
+        accelerator.
         """
 
 KNOWN_HEAT_LIMITS = """
