@@ -16,8 +16,8 @@ the expression back through what this file shows:
 - elementwise torch functions (`torch.where`, `torch.eq`) and operators, where a device operand is; a host
   operand with a dimension (`tensor_dims`) keeps them on the host, as a device operand beside it would raise;
   `device=t.device`, where `t` is when that is known;
-- names unpacked from a call (`rows, cols = torch.meshgrid(a, b)`, `vals, ids = x.topk(k)`): where every item
-  of its result is;
+- names unpacked from a call (`rows, cols = torch.meshgrid(a, b)`, `vals, ids = x.topk(k)`) and loop targets
+  (`for row in rows:`): where every item of the result or the container is;
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
   the class's methods, through what they return (`placement_summary`);
 - naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, a tensor with a `<name>_cpu` sibling.
@@ -131,6 +131,9 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
         unpacked = scope.names.unpacked_value(use)  # `rows, cols = torch.meshgrid(a, b)`: where every item is
         if unpacked is not None:
             return placement_of(unpacked, scope, depth + 1).via(f"line {unpacked.lineno}: `{use.id}`, unpacked")
+        iterable = scope.names.loop_iterable(use.id)  # `for row in rows:`: an item, where the container's are
+        if iterable is not None:
+            return placement_of(iterable, scope, depth + 1).via(f"line {iterable.lineno}: `for {use.id} in ...`")
         return _one_of_bindings(use, scope, depth)
     if _is_empty_list(value):  # `ids = []` then `ids.append(x)`: where every item lives
         items = scope.appended(use.id)

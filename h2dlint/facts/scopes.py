@@ -52,6 +52,13 @@ class NameResolver:
         """Whether the innermost function scope binds `name` itself (a parameter, a local, a local import)."""
         return len(self._scopes) > 1 and not self._scopes[-1].is_class and self._scopes[-1].lookup(name) is not None
 
+    def loop_iterable(self, name: str) -> Optional[ast.expr]:
+        """What `name` iterates over when the current function binds it only as the target of one plain
+        `for name in iterable:`, else None."""
+        if not self._scopes or self._scopes[-1].is_class:
+            return None
+        return self._scopes[-1].loop_iterables.get(name)
+
     def parameter_default(self, name: str) -> Optional[ast.expr]:
         """The default of `name` when it is a parameter of the current function that its body never rebinds."""
         if not self._scopes or self._scopes[-1].is_class:

@@ -141,6 +141,18 @@ class DeviceToHostCopy(DeviceToHostRule):
             column=12,
             reason="is moved to the device by `.to(...)` at line 4",
         ),
+        # A loop target is where the container's items are: chunks of a device tensor are on the device.
+        Invalid(
+            """
+            import torch
+
+            def forward(logits, n, dev):
+                for chunk in logits.to(dev).split(n):
+                    yield chunk.cpu()  # HTD205
+            """,
+            column=15,
+            reason="is moved to the device by `.to(...)` at line 4",
+        ),
         # A name bound in branches is where every binding that may reach the use puts it.
         Invalid(
             """
