@@ -13,6 +13,7 @@ import ast
 import fnmatch
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Sequence, Tuple
 
+from h2dlint.facts.arguments import string_value
 from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import is_none, is_self, last_name
@@ -93,7 +94,8 @@ def cached_build_guard(
     if _grows_on_demand(test, body):
         return "one-time-guard-grows-on-demand"
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return "one-time-guard-hasattr" if _is_attribute_lookup(test.operand, "hasattr") else None
+        memo = _is_attribute_lookup(test.operand, "hasattr") or _memo_on_object(test.operand, body)
+        return "one-time-guard-hasattr" if memo else None
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
         return "one-time-guard-memo" if any(_fills(statement, test.comparators[0]) for statement in body) else None
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)):
@@ -222,6 +224,25 @@ def _fills(statement: ast.stmt, cache: ast.expr) -> bool:
         for target in statement.targets
     )
 
+
+
+def _memo_on_object(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
+    """`hasattr(layer, "_cached")` whose guarded block sets `layer._cached`: built once per object, as on `self`."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr"):
+        return False
+    if len(test.args) != 2 or not isinstance(test.args[0], ast.Name):
+        return False
+    owner, attribute = test.args[0].id, string_value(test.args[1])
+    return attribute is not None and any(
+        isinstance(target, ast.Attribute)
+        and target.attr == attribute
+        and isinstance(target.value, ast.Name)
+        and target.value.id == owner
+        for statement in body
+        for node in ast.walk(statement)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+    )
 
 
 def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:

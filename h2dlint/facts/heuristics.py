@@ -294,7 +294,11 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
             "sglang multimodal/processors/kimi_k25.py:511",
         ),
     ),
-    Heuristic("one-time-guard-hasattr", _ONCE, Group.GUARD, "`if not hasattr(self, '_x'):` builds `_x` once"),
+    Heuristic(
+        "one-time-guard-hasattr", _ONCE, Group.GUARD,
+        "`if not hasattr(self, '_x'):` builds `_x` once; so does `if not hasattr(layer, '_x'):` whose block sets"
+        " `layer._x`",
+    ),
     Heuristic(
         "one-time-guard-debug", _ONCE, Group.GUARD,
         "`if self.debug_mode:`, `if envs.VLLM_DEBUG_WORKSPACE:`: a debugging switch, off when serving",

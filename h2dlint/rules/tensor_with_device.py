@@ -80,6 +80,15 @@ class TensorWithDevice(Rule):
             def forward(x):
                 return torch.tensor(x, device='cpu')
             """),
+        # A memo on another object (`layer`) whose guarded block sets the attribute it tests: once per object.
+        Valid("""
+            import torch
+
+            def forward(layer, dev):
+                if not hasattr(layer, "_ids"):
+                    layer._ids = torch.tensor([1, 2], device=dev)
+                return layer._ids
+            """),
         # A device parameter that defaults to the CPU: the function runs on the host unless a caller says so.
         Valid("""
             import torch
