@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.reaching import Binding, Position, Span
 from h2dlint.facts.syntax import child_nodes
@@ -40,7 +40,8 @@ class Bindings:
     # For function scopes: names declared once with an annotation (`relay: Relay = ...`) -> that annotation,
     # which holds for every binding of the name, as type checkers enforce.
     declared: Dict[str, ast.expr] = field(default_factory=dict)
-    # For function scopes: names bound only as the plain target of one `for name in iterable:` -> the iterable.
+    # For function scopes: names bound only as the target of one loop over a container's items -> the container
+    # (`for x in xs:`, and `x` in `for i, x in enumerate(xs):` or `for x, y in zip(xs, ys):`).
     loop_iterables: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: where each augmented assignment of a plain name takes effect -> its target, so that
     # `x += 1` is known to keep `x` where it was.
@@ -241,11 +242,11 @@ class _BindingCollector:
         self._bind_targets(node.target, where)
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             self.augmented[where] = node.target
-        if isinstance(node.target, ast.Name):
-            if is_loop:
-                self.loop_iterables[node.target.id] = node.iter  # type: ignore[union-attr]
-            elif isinstance(node, ast.AnnAssign):
-                self.annotations.setdefault(node.target.id, []).append(node.annotation)
+        if is_loop:
+            for name, iterable in _loop_items(node.target, node.iter):  # type: ignore[union-attr]
+                self.loop_iterables[name] = iterable
+        elif isinstance(node.target, ast.Name) and isinstance(node, ast.AnnAssign):
+            self.annotations.setdefault(node.target.id, []).append(node.annotation)
         return True
 
     def _with_item(self, node: ast.withitem) -> bool:
@@ -312,6 +313,26 @@ def _is_unpacking(node: ast.Assign) -> bool:
         and len(value.elts) == len(targets)
         and not any(isinstance(item, ast.Starred) for item in (*targets, *value.elts))
     )
+
+
+def _loop_items(target: ast.expr, iterable: ast.expr) -> Iterator[Tuple[str, ast.expr]]:
+    """The names a loop binds to items of a container, with the container: `for x in xs`, the `x` of
+    `for i, x in enumerate(xs)`, and each name of `for a, b in zip(xs, ys)`."""
+    if isinstance(target, ast.Name):
+        yield target.id, iterable
+        return
+    if not (isinstance(target, ast.Tuple) and isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)):
+        return
+    args = [arg for arg in iterable.args if not isinstance(arg, ast.Starred)]
+    if len(args) != len(iterable.args):
+        return
+    if iterable.func.id == "enumerate" and len(target.elts) == 2 and args:
+        pairs = [(target.elts[1], args[0])]
+    elif iterable.func.id == "zip" and len(target.elts) == len(args):
+        pairs = list(zip(target.elts, args))
+    else:
+        return
+    yield from ((item.id, container) for item, container in pairs if isinstance(item, ast.Name))
 
 
 def _unpacks_call(node: ast.Assign) -> bool:

@@ -17,7 +17,8 @@ the expression back through what this file shows:
   operand with a dimension (`tensor_dims`) keeps them on the host, as a device operand beside it would raise;
   `device=t.device`, where `t` is when that is known;
 - names unpacked from a call (`rows, cols = torch.meshgrid(a, b)`, `vals, ids = x.topk(k)`) and loop targets
-  (`for row in rows:`): where every item of the result or the container is;
+  (`for row in rows:`, through `enumerate` and `zip`): where every item of the result or the container is;
+  the tensor fields of an operation's result (`x.max(-1).indices`), where the result is;
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
   the class's methods, through what they return (`placement_summary`);
 - naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, a tensor with a `<name>_cpu` sibling.
@@ -52,6 +53,9 @@ from h2dlint.facts.tensor_ops import NEW_METHODS as _NEW_METHODS
 
 # The tensor operands of an elementwise torch function given by keyword (`torch.where(c, input=a, other=b)`).
 _OPERAND_KEYWORDS = frozenset({"input", "other", "condition", "elements", "test_elements", "boundaries", "self"})
+# Fields of what a tensor operation returns that are tensors where it is: `x.max(-1).values`, `x.sort().indices`,
+# `x.float().T`, `x.detach().data`.
+_RESULT_FIELDS = frozenset({"values", "indices", "T", "mT", "data"})
 _MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
 _MAX_CHOICES = 4  # bindings of a name in branches, all of which may reach a use, that are followed
 _CHOICE_DEPTH = 8  # the steps one such choice costs
@@ -99,6 +103,8 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     if isinstance(expr, ast.Name):
         return _name(expr, scope, depth)
     if isinstance(expr, ast.Attribute):
+        if expr.attr in _RESULT_FIELDS and isinstance(expr.value, ast.Call):  # `x.topk(k).indices`
+            return placement_of(expr.value, scope, depth + 1)
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
             return scope.attribute(expr.attr, depth + 1).via(f"line {expr.lineno}: `self.{expr.attr}`")
         found = scope.typed_attribute(expr, depth + 1)

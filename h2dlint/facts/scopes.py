@@ -53,8 +53,8 @@ class NameResolver:
         return len(self._scopes) > 1 and not self._scopes[-1].is_class and self._scopes[-1].lookup(name) is not None
 
     def loop_iterable(self, name: str) -> Optional[ast.expr]:
-        """What `name` iterates over when the current function binds it only as the target of one plain
-        `for name in iterable:`, else None."""
+        """The container whose items `name` takes when the current function binds it only as the target of one
+        loop over them (`for name in xs:`, `for i, name in enumerate(xs):`, `zip`), else None."""
         if not self._scopes or self._scopes[-1].is_class:
             return None
         return self._scopes[-1].loop_iterables.get(name)

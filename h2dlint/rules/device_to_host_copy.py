@@ -141,6 +141,19 @@ class DeviceToHostCopy(DeviceToHostRule):
             column=12,
             reason="is moved to the device by `.to(...)` at line 4",
         ),
+        # So is the item `enumerate` (or `zip`) gives, and a field of a tensor operation's result (`.indices`).
+        Invalid(
+            """
+            import torch
+
+            def forward(logits, n, dev):
+                parts = logits.to(dev).split(n)
+                for i, part in enumerate(parts):
+                    yield part.max(-1).indices.cpu()  # HTD205
+            """,
+            column=15,
+            reason="is moved to the device by `.to(...)` at line 4",
+        ),
         # A loop target is where the container's items are: chunks of a device tensor are on the device.
         Invalid(
             """
