@@ -50,6 +50,9 @@ class Bindings:
     # names bound only there (what is in the tuple is the placement analysis's business, not the value's).
     unpacked_at: Dict[Position, ast.Call] = field(default_factory=dict)
     unpacked_once: Dict[str, ast.Call] = field(default_factory=dict)
+    # For function scopes: the names that a comprehension in the body binds for itself (`[x for x in xs]`),
+    # worked out on first use: a use of such a name may be the comprehension's, not the function's.
+    comprehension_targets: Callable[[], FrozenSet[str]] = lambda: frozenset()
     # For class scopes: the instance attributes that every `self.x = ...` in the class's methods puts on an
     # accelerator, worked out on first use (the collector, which knows the constructs, sets this).
     accelerator_attributes: Optional[Callable[[], FrozenSet[str]]] = None
@@ -80,6 +83,7 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
     collector.bindings.stable_parameters = {
         name for name in parameter_names(node.args) if collector.counts[name] == 1
     }
+    collector.bindings.comprehension_targets = _comprehension_targets_of(node)
     collector.bindings.parameter_defaults = {
         name: default
         for name, default in parameter_defaults(node.args)
@@ -313,6 +317,23 @@ def _is_unpacking(node: ast.Assign) -> bool:
         and len(value.elts) == len(targets)
         and not any(isinstance(item, ast.Starred) for item in (*targets, *value.elts))
     )
+
+
+def _comprehension_targets_of(node: FunctionNode) -> Callable[[], FrozenSet[str]]:
+    """A memo of the names the comprehensions in `node` bind (nested functions' too: a superset is safe)."""
+    found: List[FrozenSet[str]] = []
+
+    def targets() -> FrozenSet[str]:
+        if not found:
+            found.append(frozenset(
+                name
+                for child in ast.walk(node)
+                if isinstance(child, ast.comprehension)
+                for name in _target_names(child.target)
+            ))
+        return found[0]
+
+    return targets
 
 
 def _loop_items(target: ast.expr, iterable: ast.expr) -> Iterator[Tuple[str, ast.expr]]:

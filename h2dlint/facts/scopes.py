@@ -57,7 +57,13 @@ class NameResolver:
         loop over them (`for name in xs:`, `for i, name in enumerate(xs):`, `zip`), else None."""
         if not self._scopes or self._scopes[-1].is_class:
             return None
-        return self._scopes[-1].loop_iterables.get(name)
+        iterable = self._scopes[-1].loop_iterables.get(name)
+        return None if iterable is None or self._comprehension_binds(name) else iterable
+
+    def _comprehension_binds(self, name: str) -> bool:
+        """Whether a comprehension of the current function binds `name` too: then a use of it may be the
+        comprehension's own variable, which the function's bindings say nothing of."""
+        return name in self._scopes[-1].comprehension_targets()
 
     def parameter_default(self, name: str) -> Optional[ast.expr]:
         """The default of `name` when it is a parameter of the current function that its body never rebinds."""
@@ -96,11 +102,11 @@ class NameResolver:
         if not self._scopes:
             return None
         scope = self._scopes[-1]
-        once = scope.unpacked_once.get(use.id)
-        if once is not None:
-            return once
-        reaching = self._reaching_binding(use) if use.id in scope.rebound else None
-        return scope.unpacked_at.get(reaching[0]) if reaching is not None and reaching[1] is None else None
+        found = scope.unpacked_once.get(use.id)
+        if found is None and use.id in scope.rebound and scope.unpacked_at:
+            reaching = self._reaching_binding(use)
+            found = scope.unpacked_at.get(reaching[0]) if reaching is not None and reaching[1] is None else None
+        return None if found is None or self._comprehension_binds(use.id) else found
 
     def bound_values(self, name: str) -> Tuple[Optional[ast.expr], ...]:
         """Every value the current function binds `name` to, in source order (None for a binding that is not

@@ -63,6 +63,15 @@ class DeviceToHostCopy(DeviceToHostRule):
     )
 
     VALID = (
+        # A comprehension's own `v` is not the loop's `v`: what it holds is not known.
+        Valid("""
+            import torch
+
+            def forward(x, dev, lens):
+                for v in x.to(dev).split(2):
+                    print(v)
+                return [v.cpu() for v in lens]
+            """),
         # `device=t.device` of a host tensor `t` builds on the host.
         Valid("""
             import torch
