@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
+from h2dlint.facts.comprehensions import Comprehensions, loop_items
 from h2dlint.facts.reaching import Binding, Position, Span
 from h2dlint.facts.syntax import child_nodes
 
@@ -50,9 +51,8 @@ class Bindings:
     # names bound only there (what is in the tuple is the placement analysis's business, not the value's).
     unpacked_at: Dict[Position, ast.Call] = field(default_factory=dict)
     unpacked_once: Dict[str, ast.Call] = field(default_factory=dict)
-    # For function scopes: the names that a comprehension in the body binds for itself (`[x for x in xs]`),
-    # worked out on first use: a use of such a name may be the comprehension's, not the function's.
-    comprehension_targets: Callable[[], FrozenSet[str]] = lambda: frozenset()
+    # For function scopes: the comprehensions of the body, which bind names of their own (`[x for x in xs]`).
+    comprehensions: Optional[Comprehensions] = None
     # For class scopes: the instance attributes that every `self.x = ...` in the class's methods puts on an
     # accelerator, worked out on first use (the collector, which knows the constructs, sets this).
     accelerator_attributes: Optional[Callable[[], FrozenSet[str]]] = None
@@ -83,7 +83,7 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
     collector.bindings.stable_parameters = {
         name for name in parameter_names(node.args) if collector.counts[name] == 1
     }
-    collector.bindings.comprehension_targets = _comprehension_targets_of(node)
+    collector.bindings.comprehensions = Comprehensions(node)
     collector.bindings.parameter_defaults = {
         name: default
         for name, default in parameter_defaults(node.args)
@@ -247,7 +247,7 @@ class _BindingCollector:
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             self.augmented[where] = node.target
         if is_loop:
-            for name, iterable in _loop_items(node.target, node.iter):  # type: ignore[union-attr]
+            for name, iterable in loop_items(node.target, node.iter):  # type: ignore[union-attr]
                 self.loop_iterables[name] = iterable
         elif isinstance(node.target, ast.Name) and isinstance(node, ast.AnnAssign):
             self.annotations.setdefault(node.target.id, []).append(node.annotation)
@@ -317,43 +317,6 @@ def _is_unpacking(node: ast.Assign) -> bool:
         and len(value.elts) == len(targets)
         and not any(isinstance(item, ast.Starred) for item in (*targets, *value.elts))
     )
-
-
-def _comprehension_targets_of(node: FunctionNode) -> Callable[[], FrozenSet[str]]:
-    """A memo of the names the comprehensions in `node` bind (nested functions' too: a superset is safe)."""
-    found: List[FrozenSet[str]] = []
-
-    def targets() -> FrozenSet[str]:
-        if not found:
-            found.append(frozenset(
-                name
-                for child in ast.walk(node)
-                if isinstance(child, ast.comprehension)
-                for name in _target_names(child.target)
-            ))
-        return found[0]
-
-    return targets
-
-
-def _loop_items(target: ast.expr, iterable: ast.expr) -> Iterator[Tuple[str, ast.expr]]:
-    """The names a loop binds to items of a container, with the container: `for x in xs`, the `x` of
-    `for i, x in enumerate(xs)`, and each name of `for a, b in zip(xs, ys)`."""
-    if isinstance(target, ast.Name):
-        yield target.id, iterable
-        return
-    if not (isinstance(target, ast.Tuple) and isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)):
-        return
-    args = [arg for arg in iterable.args if not isinstance(arg, ast.Starred)]
-    if len(args) != len(iterable.args):
-        return
-    if iterable.func.id == "enumerate" and len(target.elts) == 2 and args:
-        pairs = [(target.elts[1], args[0])]
-    elif iterable.func.id == "zip" and len(target.elts) == len(args):
-        pairs = list(zip(target.elts, args))
-    else:
-        return
-    yield from ((item.id, container) for item, container in pairs if isinstance(item, ast.Name))
 
 
 def _unpacks_call(node: ast.Assign) -> bool:

@@ -16,8 +16,9 @@ the expression back through what this file shows:
 - elementwise torch functions (`torch.where`, `torch.eq`) and operators, where a device operand is; a host
   operand with a dimension (`tensor_dims`) keeps them on the host, as a device operand beside it would raise;
   `device=t.device`, where `t` is when that is known;
-- names unpacked from a call (`rows, cols = torch.meshgrid(a, b)`, `vals, ids = x.topk(k)`) and loop targets
-  (`for row in rows:`, through `enumerate` and `zip`): where every item of the result or the container is;
+- names unpacked from a call (`rows, cols = torch.meshgrid(a, b)`, `vals, ids = x.topk(k)`) and loop and
+  comprehension variables (`for row in rows:`, through `enumerate` and `zip`): where every item of the result
+  or the container is;
   the tensor fields of an operation's result (`x.max(-1).indices`), where the result is;
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
   the class's methods, through what they return (`placement_summary`);
@@ -129,6 +130,11 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
 
 
 def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
+    own, container = scope.names.comprehension_item(use)  # `v` in `[v.item() for v in lens]`: an item of `lens`
+    if own:
+        if container is None:
+            return UNKNOWN
+        return placement_of(container, scope, depth + 1).via(f"line {container.lineno}: `for {use.id} in ...`")
     value = scope.names.value_at(use)
     if value is None:
         target = scope.names.augmented_target(use)  # `x += y` keeps `x` where it was
@@ -137,7 +143,7 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
         unpacked = scope.names.unpacked_value(use)  # `rows, cols = torch.meshgrid(a, b)`: where every item is
         if unpacked is not None:
             return placement_of(unpacked, scope, depth + 1).via(f"line {unpacked.lineno}: `{use.id}`, unpacked")
-        iterable = scope.names.loop_iterable(use.id)  # `for row in rows:`: an item, where the container's are
+        iterable = scope.names.loop_iterable(use)  # `for row in rows:`: an item, where the container's are
         if iterable is not None:
             return placement_of(iterable, scope, depth + 1).via(f"line {iterable.lineno}: `for {use.id} in ...`")
         return _one_of_bindings(use, scope, depth)

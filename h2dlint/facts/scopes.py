@@ -52,18 +52,19 @@ class NameResolver:
         """Whether the innermost function scope binds `name` itself (a parameter, a local, a local import)."""
         return len(self._scopes) > 1 and not self._scopes[-1].is_class and self._scopes[-1].lookup(name) is not None
 
-    def loop_iterable(self, name: str) -> Optional[ast.expr]:
+    def loop_iterable(self, use: ast.Name) -> Optional[ast.expr]:
         """The container whose items `name` takes when the current function binds it only as the target of one
         loop over them (`for name in xs:`, `for i, name in enumerate(xs):`, `zip`), else None."""
         if not self._scopes or self._scopes[-1].is_class:
             return None
-        iterable = self._scopes[-1].loop_iterables.get(name)
-        return None if iterable is None or self._comprehension_binds(name) else iterable
+        iterable = self._scopes[-1].loop_iterables.get(use.id)
+        return None if iterable is None or self.comprehension_item(use)[0] else iterable
 
-    def _comprehension_binds(self, name: str) -> bool:
-        """Whether a comprehension of the current function binds `name` too: then a use of it may be the
-        comprehension's own variable, which the function's bindings say nothing of."""
-        return name in self._scopes[-1].comprehension_targets()
+    def comprehension_item(self, use: ast.Name) -> Tuple[bool, Optional[ast.expr]]:
+        """(True, the container whose items it takes, or None) when `use` reads the variable of a
+        comprehension around it (`v` in `[v.item() for v in lens]`), else (False, None)."""
+        comprehensions = self._scopes[-1].comprehensions if self._scopes else None
+        return comprehensions.item_source(use) if comprehensions is not None else (False, None)
 
     def parameter_default(self, name: str) -> Optional[ast.expr]:
         """The default of `name` when it is a parameter of the current function that its body never rebinds."""
@@ -106,7 +107,7 @@ class NameResolver:
         if found is None and use.id in scope.rebound and scope.unpacked_at:
             reaching = self._reaching_binding(use)
             found = scope.unpacked_at.get(reaching[0]) if reaching is not None and reaching[1] is None else None
-        return None if found is None or self._comprehension_binds(use.id) else found
+        return None if found is None or self.comprehension_item(use)[0] else found
 
     def bound_values(self, name: str) -> Tuple[Optional[ast.expr], ...]:
         """Every value the current function binds `name` to, in source order (None for a binding that is not

@@ -43,6 +43,8 @@ def has_dims(expr: ast.expr, names: NameResolver, depth: int = 0) -> bool:
     if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, ast.Name):
+        if names.comprehension_item(expr)[0]:
+            return False  # a comprehension's own variable: an item, of no known shape
         value = names.value_at(expr) or names.unpacked_value(expr)
         return value is not None and has_dims(value, names, depth + 1)
     if isinstance(expr, ast.Subscript):

@@ -150,6 +150,17 @@ class DeviceToHostCopy(DeviceToHostRule):
             column=12,
             reason="is moved to the device by `.to(...)` at line 4",
         ),
+        # A comprehension's variable too: `part` takes the chunks of a device tensor.
+        Invalid(
+            """
+            import torch
+
+            def forward(logits, n, dev):
+                return [part.cpu() for part in logits.to(dev).split(n)]  # HTD205
+            """,
+            column=13,
+            reason="is moved to the device by `.to(...)` at line 4",
+        ),
         # So is the item `enumerate` (or `zip`) gives, and a field of a tensor operation's result (`.indices`).
         Invalid(
             """

@@ -107,8 +107,8 @@ PLACEMENT_SOURCES = """
         (where a device operand is; a host operand with a dimension keeps them on the host, since PyTorch mixes only
         0-dim host tensors with device ones), `torch.cat`/`stack` (any joined tensor whose placement is known: a join needs one device),
         `device=t.device` (where `t` is, when known), local names (tuple unpacking, names unpacked from a call such
-        as `rows, cols = torch.meshgrid(a, b)` or `vals, ids = x.topk(k)`, loop targets (`for part in parts:`,
-        through `enumerate` and `zip`), `+=`, and a name bound in
+        as `rows, cols = torch.meshgrid(a, b)` or `vals, ids = x.topk(k)`, loop and comprehension variables
+        (`for part in parts:`, `[p.item() for p in parts]`, through `enumerate` and `zip`), `+=`, and a name bound in
         branches, when every binding that may reach the use agrees), `self.x` through every assignment in the class's
         methods, the return values of the module's functions and methods, and a branch that tests the device
         (inside `if x.is_cuda:` or `... if x.device.type != "cpu" else ...`, `x` is on the device; where a test
