@@ -53,3 +53,18 @@ def test_the_innermost_comprehension_that_binds_the_name_decides():
     assert _source(index.item_source(use)) == (True, "row")
     index, uses = _uses("def f(rows):\n    return [[row for x in row] for row in rows]\n", "row")
     assert [_source(index.item_source(use)) for use in uses] == [(True, "rows")] * 2  # the outer one's `row`
+
+
+def test_a_fed_index_knows_the_comprehensions_it_was_told_of_once_each():
+    function = ast.parse("def f(lens, v):\n    return [v.item() for v in lens], v\n").body[0]
+    comprehension = next(n for n in ast.walk(function) if isinstance(n, ast.ListComp))
+    inside, outside = sorted(
+        (n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == "v" and isinstance(n.ctx, ast.Load)),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    index = Comprehensions.fed()
+    assert _source(index.item_source(inside)) == (False, None)  # not told yet: the function's own `v`
+    index.add(comprehension)
+    index.add(comprehension)
+    assert _source(index.item_source(inside)) == (True, "lens")
+    assert _source(index.item_source(outside)) == (False, None)

@@ -43,6 +43,7 @@ from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings, module_bindings
+from h2dlint.facts.comprehensions import Comprehensions
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import LoopKind, LoopRegion
@@ -165,6 +166,7 @@ class Walk:
         enclosing = self._frames[-1]
         self._record_function(node, qualname)
         bindings = function_bindings(node, self._walrus)
+        bindings.comprehensions = Comprehensions.fed()  # told of each comprehension as the walk enters it
         if self.context.placements is not None:
             self.context.placements.share_bindings(node, bindings)
         method_of = enclosing.qualname if enclosing.kind is FrameKind.CLASS else None
@@ -253,6 +255,7 @@ class Walk:
 
     def _visit_comprehension(self, node: _Comprehension) -> None:
         """The element and the filters run per item; the outermost iterable runs once."""
+        self._names.note_comprehension(node)
         # A generator's parentheses may be a call's (`sum(x for x in y)`), so it is placed at its element.
         line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
         region = (LoopKind.COMPREHENSION, line)

@@ -2,15 +2,14 @@
 
 A comprehension binds its own variables (`[v.item() for v in lens]`), which hide a function's own `v` inside it.
 The binding walk (`facts.bindings`) visits statements only, so the comprehensions of a function are indexed
-here, on first use, by one walk of the function: for a use of a name inside one, the container whose items the
-name takes, if the comprehension binds it.
+here: for a use of a name inside one, the container whose items the name takes, if the comprehension binds it.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 Position = Tuple[int, int]
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -49,12 +48,28 @@ class _Comprehension:
 
 
 class Comprehensions:
-    """The comprehensions of one function, indexed on first use."""
+    """The comprehensions of one function: indexed by one walk of it on first use, or, for the function the
+    checker is walking (`fed`), told each comprehension as the walk enters it. The walk reaches a comprehension
+    before anything inside it, and before any later code that reads a value it computes."""
 
-    def __init__(self, function: FunctionNode) -> None:
+    def __init__(self, function: Optional[FunctionNode], fed: bool = False) -> None:
         self._function = function
-        self._index: Optional[List[_Comprehension]] = None
-        self._names: FrozenSet[str] = frozenset()
+        self._index: Optional[List[_Comprehension]] = [] if fed else None
+        self._names: Set[str] = set()
+        self._added: Set[int] = set()  # the comprehensions told of, by id, when fed
+
+    @classmethod
+    def fed(cls) -> "Comprehensions":
+        return cls(None, fed=True)
+
+    def add(self, node: ast.expr) -> None:
+        """The walk enters `node`, a comprehension of the function, or the placement analysis reads into it."""
+        if self._function is None and id(node) not in self._added:
+            self._added.add(id(node))
+            comprehension = _indexed(node)
+            self._index.append(comprehension)  # type: ignore[union-attr]
+            self._index.sort(key=lambda known: known.start)
+            self._names.update(comprehension.items)
 
     def binds(self, name: str) -> bool:
         """Whether some comprehension of the function binds `name` (nested functions' count too: a superset)."""
@@ -77,7 +92,7 @@ class Comprehensions:
             return
         found = [_indexed(node) for node in ast.walk(self._function) if isinstance(node, _COMPREHENSIONS)]
         self._index = sorted(found, key=lambda comprehension: comprehension.start)
-        self._names = frozenset(name for comprehension in self._index for name in comprehension.items)
+        self._names = {name for comprehension in self._index for name in comprehension.items}
 
 
 def _indexed(node: ast.expr) -> _Comprehension:

@@ -119,6 +119,7 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     if isinstance(expr, (ast.List, ast.Tuple)):  # a container, as `torch.cat` or a subscript reads it
         return agree_all(placement_of(item, scope, depth + 1) for item in expr.elts) if expr.elts else UNKNOWN
     if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+        scope.names.note_comprehension(expr)  # its variables are its own, whether or not the walk got there
         return placement_of(expr.elt, scope, depth + 1)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, _BINARY_OPERATORS):
         return _arithmetic((expr.left, expr.right), scope, depth)

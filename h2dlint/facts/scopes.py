@@ -60,6 +60,12 @@ class NameResolver:
         iterable = self._scopes[-1].loop_iterables.get(use.id)
         return None if iterable is None or self.comprehension_item(use)[0] else iterable
 
+    def note_comprehension(self, node: ast.expr) -> None:
+        """The checker's walk enters the comprehension `node` of the current function."""
+        comprehensions = self._scopes[-1].comprehensions if self._scopes else None
+        if comprehensions is not None:
+            comprehensions.add(node)
+
     def comprehension_item(self, use: ast.Name) -> Tuple[bool, Optional[ast.expr]]:
         """(True, the container whose items it takes, or None) when `use` reads the variable of a
         comprehension around it (`v` in `[v.item() for v in lens]`), else (False, None)."""
