@@ -26,7 +26,7 @@ from typing import (
 )
 
 from h2dlint.facts.allowed_syncs import sync_allowed_region
-from h2dlint.facts.constructs import accelerator_attributes
+from h2dlint.facts.constructs import accelerator_attributes, host_default_attributes
 from h2dlint.facts.guards import (
     cached_build_guard,
     flag_branch,
@@ -153,6 +153,7 @@ class Walk:
         self._record_class(node, qualname)
         bindings = class_bindings(node, self._walrus) if self._resolve_names else Bindings()
         bindings.accelerator_attributes = _once(lambda: accelerator_attributes(node, self._names))
+        bindings.host_default_attributes = _once(lambda: host_default_attributes(node, self._names))
         self._names.push(bindings)
         self._frames.append(Frame(FrameKind.CLASS, qualname, loops=list(self._frames[-1].loops)))
         self._visit_all(node.decorator_list)

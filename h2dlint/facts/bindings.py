@@ -56,6 +56,9 @@ class Bindings:
     # For class scopes: the instance attributes that every `self.x = ...` in the class's methods puts on an
     # accelerator, worked out on first use (the collector, which knows the constructs, sets this).
     accelerator_attributes: Optional[Callable[[], FrozenSet[str]]] = None
+    # For class scopes: the instance attributes the class sets only from a parameter that defaults to the host
+    # (`self.device = torch.device(device)` with `device="cpu"`), worked out on first use.
+    host_default_attributes: Callable[[], FrozenSet[str]] = lambda: frozenset()
 
     def lookup(self, name: str) -> Optional[str]:
         """The qualified torch name for `name`, "" when this scope binds it to something else, None if unbound."""

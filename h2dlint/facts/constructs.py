@@ -70,12 +70,40 @@ def is_host_device(expr: ast.expr, names: NameResolver) -> bool:
 
 
 def host_by_default(expr: ast.expr, names: NameResolver) -> bool:
-    """`device` in `def f(x, device="cpu")`, never rebound: the function runs on the host unless a caller says
-    otherwise, so its copies are not known to reach an accelerator."""
+    """`device` in `def f(x, device="cpu")`, never rebound, or `self.device` that the class sets only from such a
+    parameter (`self.device = torch.device(device)`): the code runs on the host unless a caller says otherwise,
+    so its copies are not known to reach an accelerator."""
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return names.is_host_default_attribute(expr.attr)
     if not isinstance(expr, ast.Name):
         return False
     default = names.parameter_default(expr.id)
     return default is not None and is_host_device(default, names)
+
+
+def host_default_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet[str]:
+    """The attributes every assignment in the methods of `cls` sets from a parameter of that method that
+    defaults to the host (`self.device = device`, `self._device = torch.device(device)`)."""
+    from_host_default: Dict[str, bool] = {}
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        defaults = function_bindings(method).parameter_defaults  # of parameters the method never rebinds
+        for node in ast.walk(method):
+            for target, value in _assignments(node):
+                for attribute in _self_attributes(target):
+                    parameter = _device_parameter(value, names)
+                    default = defaults.get(parameter) if parameter is not None else None
+                    is_host = default is not None and is_host_device(default, names)
+                    from_host_default[attribute] = from_host_default.get(attribute, True) and is_host
+    return frozenset(attribute for attribute, always in from_host_default.items() if always)
+
+
+def _device_parameter(value: Optional[ast.expr], names: NameResolver) -> Optional[str]:
+    """`device` for the value `device` or `torch.device(device)`, else None."""
+    if isinstance(value, ast.Call) and names.qualify(value.func) == "torch.device" and len(value.args) == 1:
+        value = value.args[0]
+    return value.id if isinstance(value, ast.Name) else None
 
 
 def may_be_host_device(expr: ast.expr, names: NameResolver) -> bool:

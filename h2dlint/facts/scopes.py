@@ -78,6 +78,13 @@ class NameResolver:
             return None
         return self._scopes[-1].parameter_defaults.get(name)
 
+    def is_host_default_attribute(self, name: str) -> bool:
+        """Whether `self.name`, read in a method, is an attribute its class sets only from a parameter that
+        defaults to the host (`bindings.Bindings.host_default_attributes`)."""
+        if len(self._scopes) < 2 or self._scopes[-1].is_class:
+            return False
+        return name in self._scopes[-2].host_default_attributes()
+
     def is_accelerator_attribute(self, name: str) -> bool:
         """Whether `self.name`, read in a method, is an attribute its class always puts on an accelerator."""
         if len(self._scopes) < 2 or self._scopes[-1].is_class:

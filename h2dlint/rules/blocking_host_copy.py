@@ -126,6 +126,16 @@ class BlockingHostCopy(Rule):
         Valid("""
             import torch
 
+            class FeatureExtractor:
+                def __init__(self, device="cpu"):
+                    self._device = torch.device(device)
+
+                def forward(self, x):
+                    return torch.from_numpy(x).to(self._device)
+            """),
+        Valid("""
+            import torch
+
             def step(x, dev):
                 return torch.tensor(x, device=dev).to(dev)
             """),

@@ -133,8 +133,8 @@ KNOWN_PLACEMENT_LIMITS = """
         attribute or return value defined in another module is unknown unless a name convention or the
         `host-tensors` / `accelerator-tensors` settings say where it lives, so such copies are missed.
         Placement decided by configuration (a `device` option that may be the CPU) is not seen either, except a
-        `device` parameter that defaults to the CPU (`def f(x, device="cpu")`), which is never taken for an
-        accelerator.
+        `device` parameter that defaults to the CPU (`def f(x, device="cpu")`), or an attribute the class sets
+        only from one (`self.device = torch.device(device)`), which is never taken for an accelerator.
         """
 
 KNOWN_HEAT_LIMITS = """
