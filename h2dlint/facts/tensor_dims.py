@@ -13,21 +13,16 @@ from __future__ import annotations
 import ast
 from h2dlint.facts.arguments import positional_args
 from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.tensor_ops import DATA_BUILDERS, JOINS
 
 _MAX_DEPTH = 12  # names, views and operands followed back from the use
 
 # torch functions whose result always has a dimension: ranges, joins (`cat` rejects 0-dim tensors, `stack` adds
 # one), index lists, and the outputs of `meshgrid` (one dimension per input).
-ALWAYS_SHAPED = frozenset(
-    "torch." + name
-    for name in (
-        "arange range linspace logspace randperm cat concat concatenate stack hstack vstack nonzero argwhere "
-        "meshgrid tril_indices triu_indices eye"
-    ).split()
-)
+_RANGES_AND_INDICES = "arange range linspace logspace randperm nonzero argwhere meshgrid tril_indices triu_indices eye"
+ALWAYS_SHAPED = JOINS | frozenset("torch." + name for name in _RANGES_AND_INDICES.split())
 # torch functions with a size argument: shaped when the size is written out with at least one dimension.
 SIZED = frozenset("torch." + name for name in "zeros ones empty rand randn".split())
-DATA_BUILDERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})  # shaped when the data is a list
 # Methods whose result always has a dimension (`flatten` of a 0-dim tensor gives one of size 1).
 SHAPED_METHODS = frozenset("flatten unsqueeze nonzero argwhere unfold".split())
 # Methods that keep their receiver's dimensions: dtype casts, copies, elementwise functions.
@@ -77,7 +72,7 @@ def _call_has_dims(call: ast.Call, names: NameResolver, depth: int) -> bool:
             return _written_size(args)
         if qualified == "torch.full":  # `torch.full(size, fill_value)`
             return _written_size(args[:1])
-        if qualified in DATA_BUILDERS:  # `torch.tensor([])` too has one dimension (of size 0)
+        if qualified in DATA_BUILDERS:  # shaped when the data is a list: `torch.tensor([])` has one, of size 0
             return bool(args) and isinstance(args[0], (ast.List, ast.ListComp))
         return False
     if not isinstance(call.func, ast.Attribute):
