@@ -234,10 +234,7 @@ def _memo_on_object(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
         return False
     owner, attribute = test.args[0].id, string_value(test.args[1])
     return attribute is not None and any(
-        isinstance(target, ast.Attribute)
-        and target.attr == attribute
-        and isinstance(target.value, ast.Name)
-        and target.value.id == owner
+        _attribute_of_name(target) == (owner, attribute)
         for statement in body
         for node in ast.walk(statement)
         if isinstance(node, (ast.Assign, ast.AnnAssign))
