@@ -106,11 +106,17 @@ def _device_parameter(value: Optional[ast.expr], names: NameResolver) -> Optiona
     return value.id if isinstance(value, ast.Name) else None
 
 
+def host_unless_told(device: ast.expr, names: NameResolver) -> bool:
+    """A host device, or a parameter (or attribute) that defaults to one (`host_by_default`): no copy to it is
+    known to reach an accelerator."""
+    return is_host_device(device, names) or host_by_default(device, names)
+
+
 def may_be_host_device(expr: ast.expr, names: NameResolver) -> bool:
     """Whether a device may be the host's: one that is, a conditional with such a branch, a parameter that
     defaults to one, or a local name that one of its bindings sets to one (`device = "cpu"`, then
     `device = "cuda"` in a branch)."""
-    if is_host_device(expr, names) or host_by_default(expr, names):
+    if host_unless_told(expr, names):
         return True
     if isinstance(expr, ast.IfExp):
         return any(is_host_device(branch, names) for branch in (expr.body, expr.orelse))
@@ -149,7 +155,7 @@ def accelerator_device(call: ast.Call, names: NameResolver) -> Optional[ast.expr
     """The `device=` argument of `call` when it may name an accelerator; None when absent, a host device, or a
     parameter that defaults to one (`host_by_default`)."""
     device = keyword_value(call, "device")
-    return None if device is None or is_host_device(device, names) or host_by_default(device, names) else device
+    return None if device is None or host_unless_told(device, names) else device
 
 
 def host_built_tensor(expr: ast.expr, names: NameResolver, pinned_too: bool = False) -> Optional[ast.Call]:
@@ -358,7 +364,7 @@ def device_copy(call: ast.Call, names: NameResolver) -> Optional[DeviceCopy]:
         device = keyword_value(call, "device")
         if device is None and positional and not looks_like_dtype(positional[0], names):
             device = positional[0]
-        if device is None or is_host_device(device, names) or host_by_default(device, names):
+        if device is None or host_unless_told(device, names):
             return None  # a dtype conversion, a copy to the host, or to a device that defaults to the host
         flag_positions = (1, 2)
     else:
