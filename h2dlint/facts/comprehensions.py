@@ -52,15 +52,16 @@ class Comprehensions:
     checker is walking (`fed`), told each comprehension as the walk enters it. The walk reaches a comprehension
     before anything inside it, and before any later code that reads a value it computes."""
 
-    def __init__(self, function: Optional[FunctionNode], fed: bool = False) -> None:
+    def __init__(self, function: Optional[FunctionNode]) -> None:
+        """`function` None: fed by `add`, never walked."""
         self._function = function
-        self._index: Optional[List[_Comprehension]] = [] if fed else None
+        self._index: Optional[List[_Comprehension]] = [] if function is None else None
         self._names: Set[str] = set()
         self._added: Set[int] = set()  # the comprehensions told of, by id, when fed
 
     @classmethod
     def fed(cls) -> "Comprehensions":
-        return cls(None, fed=True)
+        return cls(None)
 
     def add(self, node: ast.expr) -> None:
         """The walk enters `node`, a comprehension of the function, or the placement analysis reads into it."""

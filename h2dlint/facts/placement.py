@@ -191,9 +191,8 @@ def _arithmetic(
     if known and len(known) < len(found):
         if all(p.place is Place.DEVICE for p in known):
             return known[0]
-        on_host = all(p.place.on_host for p in known)
-        shaped = broadcasting and any(p.place.on_host and has_dims(o, scope.names) for o, p in zip(tensors, found))
-        if on_host and shaped:
+        on_host = broadcasting and all(p.place.on_host for p in known)
+        if on_host and any(p.place.on_host and has_dims(o, scope.names) for o, p in zip(tensors, found)):
             return agree_all(known).unpinned()
     return agree_all(found).unpinned()
 
