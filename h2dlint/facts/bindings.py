@@ -246,7 +246,10 @@ class _BindingCollector:
         # A loop binds its target before each run of its body; the others once their value is computed.
         is_loop = isinstance(node, (ast.For, ast.AsyncFor))
         where = _end(node.target) if is_loop else _end(node)
-        self._bind_targets(node.target, where)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            self._bind_value(node.target.id, where, node.value)  # `ids: List[Tensor] = []`, as `ids = []`
+        else:
+            self._bind_targets(node.target, where)
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             self.augmented[where] = node.target
         if is_loop:

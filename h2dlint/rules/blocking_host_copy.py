@@ -387,13 +387,14 @@ class BlockingHostCopy(Rule):
             reason="is built on the host by `torch.zeros(...)` at line 4)",
         ),
         # A host tensor with a dimension keeps arithmetic on the host, whatever the other operand: a device one
-        # would raise. Names unpacked from `torch.meshgrid` are where its inputs are.
+        # would raise. Names unpacked from `torch.meshgrid` are where its inputs are; an annotated empty list
+        # is filled as a plain one.
         Invalid(
             """
             import torch
 
             def forward(shapes, offsets, dev):
-                parts = []
+                parts: list[torch.Tensor] = []
                 for h, w in shapes:
                     rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
                     parts.append(rows.reshape(-1) * w + offsets[None, :])
