@@ -43,6 +43,19 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         """,
         True,
     ),
+    (
+        "placement-parameter-from-callers",
+        """
+        import torch
+
+        def forward(ids, dev):
+            return _copy(torch.tensor(ids), dev)
+
+        def _copy(host, dev):
+            return host.to(dev)
+        """,
+        True,
+    ),
     ("placement-name-device", "import torch\n\ndef forward(ids_gpu):\n    return ids_gpu.new_tensor([1])\n", True),
     ("placement-name-host", "import torch\n\ndef forward(lens_cpu, dev):\n    return lens_cpu.to(dev)\n", True),
     ("hot-name-step", HOT.replace("forward", "step"), True),

@@ -388,6 +388,11 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         "an unannotated parameter of two or more words spelt as the one project class of that name holds an "
         "instance of it (`forward_batch`: `ForwardBatch`), for where its attributes live",
     ),
+    Heuristic(
+        "placement-parameter-from-callers", Effect.PLACEMENT, Group.CONVENTION,
+        "a parameter of a private function (`_pack`, `self._pack`) lives where every call of it in its module, "
+        "all of its references there, passes it: a leading underscore keeps its callers in that module",
+    ),
 )
 
 HEURISTICS: Tuple[Heuristic, ...] = HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL + PLACEMENT_CONVENTIONS

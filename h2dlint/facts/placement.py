@@ -21,7 +21,8 @@ the expression back through what this file shows:
   or the container is;
   the tensor fields of an operation's result (`x.max(-1).indices`), where the result is;
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
-  the class's methods, through what they return (`placement_summary`);
+  the class's methods, through what they return (`placement_summary`); a parameter of a private function,
+  through what every call of it in the module passes (`placement_callers`);
 - naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, a tensor with a `<name>_cpu` sibling.
 
 Evidence that conflicts (a name that says host for a tensor moved to the device) gives UNKNOWN; so does
@@ -77,6 +78,8 @@ class PlacementScope:
     appended: Callable[[str], Tuple[ast.expr, ...]] = lambda name: ()  # `name.append(x)` in this function: each x
     # What a branch's test says of this name or attribute here (`x.is_cuda`: facts.placement_regions), or None.
     tested: Callable[[ast.expr], Optional[Placement]] = lambda expr: None
+    # Where the calls of this function pass its parameter `name` (`facts.placement_callers`).
+    passed: Callable[[str, int], Placement] = lambda name, depth: UNKNOWN
 
 _BINARY_OPERATORS = (
     ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult
@@ -147,6 +150,8 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
         iterable = scope.names.loop_iterable(use)  # `for row in rows:`: an item, where the container's are
         if iterable is not None:
             return placement_of(iterable, scope, depth + 1).via(f"line {iterable.lineno}: `for {use.id} in ...`")
+        if scope.names.is_stable_parameter(use.id):  # `def _pack(lens)`: where its callers pass it
+            return scope.passed(use.id, depth + 1)
         return _one_of_bindings(use, scope, depth)
     if _is_empty_list(value):  # `ids = []` then `ids.append(x)`: where every item lives
         items = scope.appended(use.id)

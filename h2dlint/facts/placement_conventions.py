@@ -23,6 +23,7 @@ HOST_NAMES = "placement-name-host"
 DEVICE_NAMES = "placement-name-device"
 SIBLING = "placement-sibling-host-mirror"
 NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
+FROM_CALLERS = "placement-parameter-from-callers"
 CONFIGURED_HOST = "`host-tensors`"
 CONFIGURED_DEVICE = "`accelerator-tensors`"
 MIRROR_SUFFIXES = ("_cpu", "_host")
@@ -38,6 +39,7 @@ class Conventions:
     configured_device: Tuple[str, ...]
     sibling: bool
     named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
+    parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
 
     def placement(self, expr: ast.expr, known_names: KnownNames) -> Placement:
         """What the name of `expr` (or of the tensor it slices) says; UNKNOWN when it says nothing."""
@@ -122,4 +124,5 @@ def conventions_from(settings: Settings) -> Conventions:
         configured_device=settings.accelerator_tensors,
         sibling=settings.enabled(SIBLING),
         named_like_class=settings.enabled(NAMED_LIKE_CLASS),
+        parameter_from_callers=settings.enabled(FROM_CALLERS),
     )

@@ -19,6 +19,7 @@ import ast
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.placement import PlacementScope, placement_of
+from h2dlint.facts.placement_callers import CallerArguments
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of
 from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
@@ -43,7 +44,7 @@ _MIRROR_STEPS = 6  # views, methods and names followed back to the tensor whose 
 Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the value (None: not its own), the line
 
 
-class ModulePlacements(TypedReceivers):
+class ModulePlacements(TypedReceivers, CallerArguments):
     """The placement knowledge of one module, shared by every point of it; summaries are cached."""
 
     def __init__(
@@ -59,6 +60,8 @@ class ModulePlacements(TypedReceivers):
         tensor's mirror is looked for only when its name with a suffix is one of them;
         `regions`: which regions it may hold (`placement_regions.regions_possible`)."""
         self._mirrors = mirrors
+        self._module = module
+        self._call_index = None
         self._module_scope = module_scope
         self._conventions = conventions
         self._walrus = walrus
@@ -103,6 +106,7 @@ class ModulePlacements(TypedReceivers):
             ),
             appended=lambda name: self._appended(function).get(name, ()),
             tested=lambda expr: self._regions.tested(function, expr, names),
+            passed=lambda name, depth: self.passed(function, class_name, name, depth),
         )
 
     def host_mirror(

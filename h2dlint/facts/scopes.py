@@ -78,6 +78,10 @@ class NameResolver:
             return None
         return self._scopes[-1].parameter_defaults.get(name)
 
+    def is_stable_parameter(self, name: str) -> bool:
+        """Whether `name` is a parameter of the current function that its body never rebinds."""
+        return bool(self._scopes) and not self._scopes[-1].is_class and name in self._scopes[-1].stable_parameters
+
     def is_host_default_attribute(self, name: str) -> bool:
         """Whether `self.name`, read in a method, is an attribute its class sets only from a parameter that
         defaults to the host (`bindings.Bindings.host_default_attributes`)."""

@@ -110,7 +110,8 @@ PLACEMENT_SOURCES = """
         as `rows, cols = torch.meshgrid(a, b)` or `vals, ids = x.topk(k)`, loop and comprehension variables
         (`for part in parts:`, `[p.item() for p in parts]`, through `enumerate` and `zip`), `+=`, and a name bound in
         branches, when every binding that may reach the use agrees), `self.x` through every assignment in the class's
-        methods, the return values of the module's functions and methods, and a branch that tests the device
+        methods, the return values of the module's functions and methods, a parameter of a private function
+        (`_pack`, `self._pack`) where every call of it in the module passes it, and a branch that tests the device
         (inside `if x.is_cuda:` or `... if x.device.type != "cpu" else ...`, `x` is on the device; where a test
         names the CPU, on the host; the `else` of `x.is_cuda` says nothing, since XPU and NPU tensors are not CUDA
         ones). Names are evidence too:
@@ -129,7 +130,8 @@ FIX_BUILT_ELSEWHERE = """
 
 # What placement cannot see, for "Known problems".
 KNOWN_PLACEMENT_LIMITS = """
-        Placement is known only from this file: a tensor passed in as a parameter, a dataclass field, or an
+        Placement is known only from this file: a tensor passed in as a parameter (except to a private function
+        whose calls in the module all show it), a dataclass field, or an
         attribute or return value defined in another module is unknown unless a name convention or the
         `host-tensors` / `accelerator-tensors` settings say where it lives, so such copies are missed.
         Placement decided by configuration (a `device` option that may be the CPU) is not seen either, except a

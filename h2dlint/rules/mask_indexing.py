@@ -107,8 +107,36 @@ class MaskIndexing(DeviceToHostRule):
                 logits_gpu.masked_fill_(ids_gpu == pad, -1e9)
                 return torch.where(ids_gpu == pad, bias_gpu, logits_gpu)
             """),
+        # The calls of a private function disagree on where its parameter lives; a public one may be called
+        # from other modules too.
+        Valid("""
+            import torch
+
+            def forward(hidden, lens, dev):
+                return _select(hidden, lens.to(dev)), _select(hidden, lens.cpu()), select(hidden, lens.to(dev))
+
+            def _select(hidden, lens):
+                return hidden[lens > 0]
+
+            def select(hidden, lens):
+                return hidden[lens > 0]
+            """),
     )
     INVALID = (
+        # A parameter of a private function lives where every call of it in its module passes it.
+        Invalid(
+            """
+            import torch
+
+            def forward(hidden, lens, dev):
+                return _select(hidden, lens.to(dev))
+
+            def _select(hidden, lens):
+                return hidden[lens > 0]  # HTD202
+            """,
+            column=12,
+            reason="at every call of `_select(...)` in this file (line 4), a tensor that is moved to the device",
+        ),
         Invalid(
             """
             import torch

@@ -87,6 +87,19 @@ class PageableNonBlocking(Rule):
     references = ("cuda-sync", "pin-memory", "sync-debug-mode", "runtime", "reference", "hotness")
 
     VALID = (
+        # A private method referenced otherwise than by its calls (a callback) may be called from anywhere: its
+        # parameter's placement is unknown.
+        Valid("""
+            import torch
+
+            class Batch:
+                def prepare_for_decode(self, ids, dev):
+                    self.hooks = [self._to_device]
+                    self.input_ids = self._to_device(torch.tensor(ids), dev)
+
+                def _to_device(self, host, dev):
+                    return host.to(dev, non_blocking=True)
+            """),
         # A host operand of an elementwise function does not place it: `x` may be on the device, the mask 0-dim.
         Valid("""
             import torch
@@ -175,6 +188,21 @@ class PageableNonBlocking(Rule):
             """),
     )
     INVALID = (
+        # A parameter of a private method lives where every call of it in its module passes it.
+        Invalid(
+            """
+            import torch
+
+            class Batch:
+                def prepare_for_decode(self, ids, dev):
+                    self.input_ids = self._to_device(torch.tensor(ids), dev)
+
+                def _to_device(self, host, dev):
+                    return host.to(dev, non_blocking=True)  # HTD104
+            """,
+            column=16,
+            reason="`host` is, at every call of `self._to_device(...)` in this file (line 5), a tensor that is built",
+        ),
         Invalid(
             """
             import torch
