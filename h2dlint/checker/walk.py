@@ -87,7 +87,8 @@ class Walk:
         if self._resolve_names:
             conventions = conventions_from(self._settings)
             self.context.placements = ModulePlacements(
-                module, bindings, conventions, self._walrus, self._mirrors(), regions_possible(self._source())
+                module, bindings, conventions, self._walrus, self._mirrors(), regions_possible(self._source()),
+                self._source(),
             )
             self.context.default_device = default_device(module, self._names)
         self._frames.append(Frame(FrameKind.MODULE, ""))
@@ -99,7 +100,7 @@ class Walk:
         if not any("torch" in line for line in self._lines):
             return None
         return ModulePlacements(module, module_bindings(module, self._walrus), conventions_from(self._settings),
-                                self._walrus, self._mirrors(), regions_possible(self._source()))
+                                self._walrus, self._mirrors(), regions_possible(self._source()), self._source())
 
     def _mirrors(self) -> FrozenSet[str]:
         """The names like a host mirror (`seq_lens_cpu`) that the source uses: only their tensors' mirrors are

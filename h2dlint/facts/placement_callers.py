@@ -4,10 +4,11 @@
 only call of it, does. A private function (one leading underscore: `_pack`, a method `self._pack`) is an
 implementation detail of its module, called from there, so its parameter lives where every call in the module
 passes it (`placement-parameter-from-callers`):
-- every call of it in the module is a plain call made in a top-level function or method (for a method, on
-  `self`, from its class or a subclass here that does not override it); any other reference to the name (a
-  callback, a call in a nested function or lambda, `obj._pack(...)`) leaves the callers unknown, and so the
-  parameter;
+- every place the module's source writes the name, its `def` aside, is a plain call made in a top-level
+  function or method (for a method, on `self`, from its class or a subclass here that does not override it);
+  any other (a callback, a call in a nested function or lambda, `obj._pack(...)`, a second `def`, even a
+  comment or a string) leaves the callers unknown, and so the parameter. The name is looked for in the text
+  first: only the functions that write it are walked;
 - each call passes the parameter by position or keyword, with no `*args`/`**kwargs` that may hide it; a call
   that leaves it to its default, or passes a constant (`None`), passes no tensor and is skipped;
 - the arguments agree (`agree_all`): one unknown, or a host and a device one, give unknown.
@@ -16,8 +17,10 @@ passes it (`placement-parameter-from-callers`):
 from __future__ import annotations
 
 import ast
+import bisect
+import re
 from dataclasses import replace
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_conventions import FROM_CALLERS
@@ -26,9 +29,6 @@ from h2dlint.facts.placement_regions import own_nodes
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling function, its class, the call
-# (private name -> its calls `_f(...)`, private method name -> its calls `self._m(...)`, how often each private
-# name and each private attribute is referenced at all)
-_CallIndex = Tuple[Dict[str, List[_Site]], Dict[str, List[_Site]], Dict[str, int], Dict[str, int]]
 _NOT_PASSED = object()  # the call leaves the parameter to its default
 _HIDDEN = object()  # `*args` or `**kwargs` may pass it
 
@@ -40,9 +40,10 @@ def is_private(name: str) -> bool:
 class CallerArguments:
     """The part of `placement_summary.ModulePlacements` that places a private function's parameters by the
     calls its module makes (`passed`). It uses the host's `_functions`, `_classes`, `_conventions`, `scope`,
-    `_module`, `_summary`, `_names_for` and `_method_of`."""
+    `_source`, `_summary`, `_names_for` and `_method_of`."""
 
-    _call_index: Optional["_CallIndex"]
+    _source: str
+    _line_starts: Optional[List[int]]
 
     def passed(self, function: Optional[FunctionNode], class_name: Optional[str], name: str, depth: int) -> Placement:
         """Where parameter `name` of `function` (a method of `class_name`, or a module function) lives, from the
@@ -85,42 +86,41 @@ class CallerArguments:
         return replace(agreed, evidence=evidence, heuristic=agreed.heuristic or FROM_CALLERS)
 
     def _callers(self, function: FunctionNode, class_name: Optional[str]) -> List[_Site]:
-        """The calls of `function` in this module, when they are all its references; else empty."""
-        by_name, by_self, names, attributes = self._calls()
-        if class_name is None:
-            sites = by_name.get(function.name, [])
-            return sites if len(sites) == names.get(function.name, 0) else []
-        sites = by_self.get(function.name, [])
-        if len(sites) != attributes.get(function.name, 0):
+        """The calls of `function` in this module, when they are all the places its name is written (its
+        `def` aside); else empty. The name is found in the source text first, so only the functions that
+        write it are walked."""
+        rows = self._rows_naming(function.name)
+        if function.lineno in rows:
+            rows.remove(function.lineno)  # its `def`
+        if not rows:
             return []
-        # `self._m(...)` in a subclass here that overrides `_m` calls its own method, not this one
-        calls_this = all(o is not None and self._method_of(o, function.name)[0] is function for _, o, _ in sites)
-        return sites if calls_this else []
+        sites: List[_Site] = []
+        for caller, owner in self._functions_at(rows):
+            for node in own_nodes(caller):
+                if isinstance(node, ast.Call) and _calls_named(node.func, function.name, caller, class_name):
+                    sites.append((caller, owner, node))
+        if len(sites) != len(rows):
+            return []  # another reference, a call in a nested function, `obj._m()`, a string or a comment
+        if class_name is not None:  # `self._m(...)` in a subclass here that overrides `_m` calls its own
+            if not all(o is not None and self._method_of(o, function.name)[0] is function for _, o, _ in sites):
+                return []
+        return sites
 
-    def _calls(self) -> "_CallIndex":
-        """The calls of private functions and methods made in top-level functions and methods, and how often
-        each private name is referenced anywhere in the module, worked out once."""
-        if self._call_index is None:
-            by_name: Dict[str, List[_Site]] = {}
-            by_self: Dict[str, List[_Site]] = {}
-            for caller, owner in self._top_level_functions():
-                for node in own_nodes(caller):
-                    if isinstance(node, ast.Call):
-                        func = node.func
-                        if isinstance(func, ast.Name) and is_private(func.id):
-                            by_name.setdefault(func.id, []).append((caller, owner, node))
-                        elif isinstance(func, ast.Attribute) and is_private(func.attr) and _is_self(func.value, caller):
-                            if owner is not None:
-                                by_self.setdefault(func.attr, []).append((caller, owner, node))
-            names: Dict[str, int] = {}
-            attributes: Dict[str, int] = {}
-            for node in ast.walk(self._module):  # type: ignore[attr-defined]
-                if isinstance(node, ast.Name) and is_private(node.id) and isinstance(node.ctx, ast.Load):
-                    names[node.id] = names.get(node.id, 0) + 1
-                elif isinstance(node, ast.Attribute) and is_private(node.attr):
-                    attributes[node.attr] = attributes.get(node.attr, 0) + 1
-            self._call_index = (by_name, by_self, names, attributes)
-        return self._call_index
+    def _rows_naming(self, name: str) -> List[int]:
+        """The line of each place the source writes the identifier `name`, once per place."""
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self._source)]
+        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        return [bisect.bisect_right(self._line_starts, m.start()) for m in pattern.finditer(self._source)]
+
+    def _functions_at(self, rows: List[int]) -> List[Tuple[FunctionNode, Optional[str]]]:
+        """The top-level functions and methods whose lines hold any of `rows`."""
+        found = []
+        for function, owner in self._top_level_functions():
+            end = function.end_lineno or function.lineno
+            if any(function.lineno <= row <= end for row in rows):
+                found.append((function, owner))
+        return found
 
     def _top_level_functions(self) -> List[Tuple[FunctionNode, Optional[str]]]:
         functions: List[Tuple[FunctionNode, Optional[str]]] = [(f, None) for f in self._functions.values()]
@@ -129,6 +129,13 @@ class CallerArguments:
                 (f, class_name) for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
             )
         return functions
+
+
+def _calls_named(func: ast.expr, name: str, caller: FunctionNode, class_name: Optional[str]) -> bool:
+    """Whether a call of `func` calls the function `name` (a method of `class_name` on `self`)."""
+    if class_name is None:
+        return isinstance(func, ast.Name) and func.id == name
+    return isinstance(func, ast.Attribute) and func.attr == name and _is_self(func.value, caller)
 
 
 def _is_self(expr: ast.expr, caller: FunctionNode) -> bool:

@@ -55,13 +55,14 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         walrus: bool,
         mirrors: Optional[FrozenSet[str]] = None,
         regions: Tuple[bool, bool] = (True, True),
+        source: str = "",
     ) -> None:
         """`mirrors`: the names like a host mirror (`MIRROR_SUFFIXES`) that the source uses, None for any: a
         tensor's mirror is looked for only when its name with a suffix is one of them;
         `regions`: which regions it may hold (`placement_regions.regions_possible`)."""
         self._mirrors = mirrors
-        self._module = module
-        self._call_index = None
+        self._source = source
+        self._line_starts = None
         self._module_scope = module_scope
         self._conventions = conventions
         self._walrus = walrus
