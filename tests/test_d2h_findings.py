@@ -58,3 +58,24 @@ def test_sampled_finding_labels_give_a_not_hot_share_of_the_findings_still_repor
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("sampled findings (labelled blind among decoys): 2, not hot 1, not-hot share 50%") == 2
     assert "labelled 1, hot 1, flagged hot 0, recall 0%" in done.stdout  # sampled labels never count for recall
+
+
+def test_syncs_kept_in_a_sync_allowed_block_are_left_out_of_the_by_design_recall(tmp_path):
+    tree = tmp_path / "engine"
+    write(tree, "model.py", """
+        import torch
+
+        def forward(n, dev, ids):
+            lens = torch.zeros(n, device=dev)
+            a = lens.tolist()
+            with gpu_sync_allowed():
+                b = ids.tolist()
+            return a, b
+        """)
+    labels = write(tmp_path, "labels.tsv", "eng\tmodel.py:6\tper-step\treported\neng\tmodel.py:8\tper-step\tkept\n")
+    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tree}", "--labels", str(labels)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "all rules: labelled 2, hot 2, flagged hot 1, recall 50%" in done.stdout
+    assert "without the 1 hot syncs kept on purpose" in done.stdout
+    assert "block): labelled 1, hot 1, flagged hot 1, recall 100%" in done.stdout
