@@ -51,6 +51,7 @@ class Bindings:
     # names bound only there (what is in the tuple is the placement analysis's business, not the value's).
     unpacked_at: Dict[Position, ast.Call] = field(default_factory=dict)
     unpacked_once: Dict[str, ast.Call] = field(default_factory=dict)
+    unpacked_names: Dict[int, Tuple[str, ...]] = field(default_factory=dict)  # by id of the call: its targets
     # For function scopes: the comprehensions of the body, which bind names of their own (`[x for x in xs]`).
     comprehensions: Optional[Comprehensions] = None
     # For class scopes: the instance attributes that every `self.x = ...` in the class's methods puts on an
@@ -109,6 +110,7 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
     }
     collector.bindings.augmented = collector.augmented
     collector.bindings.unpacked_at = {where: call for where, (call, _) in collector.unpacked.items()}
+    collector.bindings.unpacked_names = {id(call): names for call, names in collector.unpacked.values()}
     collector.bindings.unpacked_once = {
         name: call
         for call, targets in collector.unpacked.values()

@@ -38,7 +38,7 @@ from typing import Callable, Iterator, Optional, Tuple
 
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype, may_be_host_device
-from h2dlint.facts.placement_values import CYCLE, EMPTY, UNKNOWN, Place, Placement, agree, agree_all, short
+from h2dlint.facts.placement_values import CYCLE, EITHER, EMPTY, UNKNOWN, Place, Placement, agree, agree_all, short
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import attribute_looked_up, last_name
 from h2dlint.facts.tensor_dims import has_dims
@@ -80,6 +80,8 @@ class PlacementScope:
     tested: Callable[[ast.expr], Optional[Placement]] = lambda expr: None
     # Where the calls of this function pass its parameter `name` (`facts.placement_callers`).
     passed: Callable[[str, int], Placement] = lambda name, depth: UNKNOWN
+    # Whether a device is, or is unpacked from, what a function of this module returns that may be the CPU.
+    returned_host_device: Callable[[ast.expr], bool] = lambda expr: False
 
 _BINARY_OPERATORS = (
     ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult
@@ -97,7 +99,7 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
         if tested is not None:
             return tested
     found = _provenance(expr, scope, depth)
-    if not isinstance(expr, (ast.Name, ast.Attribute)):
+    if not isinstance(expr, (ast.Name, ast.Attribute)) or found is EITHER:
         return found  # `x[i]`: `x`'s name was weighed already, against its own provenance
     named = scope.convention(expr)
     return agree(found, named) if named.place is not Place.UNKNOWN else found
@@ -347,8 +349,8 @@ def _placed_by_device(call: ast.Call, scope: PlacementScope, depth: int) -> Opti
     pinned = Place.PINNED if _pins(call) else Place.PAGEABLE
     if is_host_device(device, scope.names):
         return _built(call, pinned, "is built on the host (`device=` names the CPU)")
-    if may_be_host_device(device, scope.names):
-        return UNKNOWN  # `device = "cpu"`, set to an accelerator only in some branch
+    if _may_be_host(device, scope):
+        return EITHER  # `device = "cpu"`, set to an accelerator only in some branch
     if isinstance(device, ast.Attribute) and device.attr == "device":  # `device=ids.device`: where `ids` is
         beside = placement_of(device.value, scope, depth + 1)
         if beside.place is not Place.UNKNOWN:
@@ -356,6 +358,11 @@ def _placed_by_device(call: ast.Call, scope: PlacementScope, depth: int) -> Opti
             place = Place.DEVICE if beside.place is Place.DEVICE else pinned
             return Placement(place, where, chain=(f"`{short(device.value)}` {beside.evidence}", *beside.chain))
     return _built(call, Place.DEVICE, f"is built on the device (`device={short(device)}`)")
+
+
+def _may_be_host(device: ast.expr, scope: PlacementScope) -> bool:
+    """Whether a device may be the CPU: as written here, or as a function of this module returns it."""
+    return may_be_host_device(device, scope.names) or scope.returned_host_device(device)
 
 
 def _built(call: ast.Call, place: Place, what: str) -> Placement:
@@ -394,8 +401,8 @@ def _method(call: ast.Call, method: str, scope: PlacementScope, depth: int) -> O
 def _move(call: ast.Call, method: str, receiver: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
     if device_copy(call, scope.names) is not None:
-        if method == "to" and device is not None and may_be_host_device(device, scope.names):
-            return UNKNOWN  # `device = "cpu"`, set to an accelerator only in some branch
+        if method == "to" and device is not None and _may_be_host(device, scope):
+            return EITHER  # `device = "cpu"`, set to an accelerator only in some branch
         return Placement(Place.DEVICE, f"is moved to the device by `.{method}(...)` at line {call.lineno}")
     found = placement_of(receiver, scope, depth + 1)
     if device is not None and not looks_like_dtype(device, scope.names):  # `.to("cpu")`: a no-op on the host

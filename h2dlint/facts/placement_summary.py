@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
+from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.placement import PlacementScope, placement_of
 from h2dlint.facts.placement_callers import CallerArguments
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of
@@ -108,6 +109,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
             appended=lambda name: self._appended(function).get(name, ()),
             tested=lambda expr: self._regions.tested(function, expr, names),
             passed=lambda name, depth: self.passed(function, class_name, name, depth),
+            returned_host_device=lambda expr: self.returned_host_device(expr, names, class_name),
         )
 
     def host_mirror(
@@ -248,6 +250,27 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         scope = self.scope(self._names_for(function, owner), owner, function)
         step = f"returned by `{function.name}()`"
         return _agreed([placement_of(v, scope, depth + 1) for v in values if v is not None]).via(step)
+
+    def returned_host_device(self, expr: ast.expr, names: NameResolver, class_name: Optional[str]) -> bool:
+        """Whether the device `expr` is what a function or method of this module returns (`dev = pick()`), or
+        an item of it (`dev, group = pick()`), and some `return` of it gives one that may be the CPU."""
+        if not isinstance(expr, ast.Name):
+            return False
+        unpacked = names.unpacked_position(expr)
+        value = names.value_at(expr)
+        call, index = unpacked if unpacked is not None else (value, None)
+        function, owner = self._callee(call, class_name) if isinstance(call, ast.Call) else (None, None)
+        if function is None:
+            return False
+        inner = self._names_for(function, owner)
+        for returned in returned_values(function):
+            if index is not None and isinstance(returned, ast.Tuple) and index < len(returned.elts):
+                returned = returned.elts[index]
+            elif index is not None:
+                continue
+            if returned is not None and may_be_host_device(returned, inner):
+                return True
+        return False
 
     def _class_and_bases(self, class_name: str) -> Iterator[str]:
         seen: Set[str] = set()

@@ -50,6 +50,9 @@ CYCLE = Placement(Place.UNKNOWN, "is computed from itself")
 # reported; and as one alternative of several (`torch.cat(parts) if parts else torch.empty(0)`) it says nothing
 # of where the others live, so a choice skips it too.
 EMPTY = Placement(Place.UNKNOWN, "has no elements")
+# A tensor moved to, or built on, a device that may be the CPU (`device = "cpu"` in one branch): configuration
+# decides, so a name that says where it lives (`tensor` beside a `tensor_cpu`) is overruled, not believed.
+EITHER = Placement(Place.UNKNOWN, "is on a device that may be the CPU")
 # The evidence of an assumed answer to a pending query, replaced by the real one once the project gives it.
 PENDING_EVIDENCE = "\x00pending\x00"
 

@@ -126,6 +126,12 @@ class NameResolver:
             found = scope.unpacked_at.get(reaching[0]) if reaching is not None and reaching[1] is None else None
         return None if found is None or self.comprehension_item(use)[0] else found
 
+    def unpacked_position(self, use: ast.Name) -> Optional[Tuple[ast.Call, int]]:
+        """The call `use` reads an item of (`unpacked_value`) and the item's position in its result."""
+        call = self.unpacked_value(use)
+        names = self._scopes[-1].unpacked_names.get(id(call), ()) if call is not None else ()
+        return (call, names.index(use.id)) if call is not None and use.id in names else None
+
     def bound_values(self, name: str) -> Tuple[Optional[ast.expr], ...]:
         """Every value the current function binds `name` to, in source order (None for a binding that is not
         a plain assignment: a parameter, a loop variable)."""

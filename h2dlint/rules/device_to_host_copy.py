@@ -63,6 +63,22 @@ class DeviceToHostCopy(DeviceToHostRule):
     )
 
     VALID = (
+        # A device that a function of this module may return as the CPU leaves the tensor's placement to
+        # configuration; a name that says "device copy" (`counts` beside `counts_cpu`) does not overrule that.
+        Valid("""
+            import torch
+
+            def _device_and_group(cfg):
+                device = cfg.group.device
+                if cfg.use_cpu_group:
+                    device = "cpu"
+                return device, cfg.group
+
+            def step(cfg, n, counts_cpu):
+                device, group = _device_and_group(cfg)
+                counts = torch.zeros(n).to(device)
+                return counts.cpu()
+            """),
         # A comprehension's own `v` is not the loop's `v`: what it holds is not known.
         Valid("""
             import torch

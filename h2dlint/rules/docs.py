@@ -136,7 +136,9 @@ KNOWN_PLACEMENT_LIMITS = """
         `host-tensors` / `accelerator-tensors` settings say where it lives, so such copies are missed.
         Placement decided by configuration (a `device` option that may be the CPU) is not seen either, except a
         `device` parameter that defaults to the CPU (`def f(x, device="cpu")`), or an attribute the class sets
-        only from one (`self.device = torch.device(device)`), which is never taken for an accelerator.
+        only from one (`self.device = torch.device(device)`), which is never taken for an accelerator, and a
+        device that a name or a function of the module sets to the CPU in some branch (`device = "cpu"`;
+        `device, group = _pick(cfg)` whose `return` may give one), which leaves the tensor unknown.
         """
 
 KNOWN_HEAT_LIMITS = """
