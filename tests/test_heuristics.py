@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import textwrap
@@ -55,6 +56,23 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
             return host.to(dev)
         """,
         True,
+    ),
+    (
+        "cold-always-raises",
+        """
+        import torch
+
+        class Pool:
+            def forward(self, ids, dev):
+                if ids is None:
+                    self._raise_missing(dev)
+                return ids
+
+            def _raise_missing(self, dev):
+                held = torch.tensor([1, 2], device=dev)
+                raise RuntimeError(f"missing ids, held {held}")
+        """,
+        False,
     ),
     ("placement-name-device", "import torch\n\ndef forward(ids_gpu):\n    return ids_gpu.new_tensor([1])\n", True),
     ("placement-name-host", "import torch\n\ndef forward(lens_cpu, dev):\n    return lens_cpu.to(dev)\n", True),
@@ -478,3 +496,34 @@ def test_a_flag_whose_name_turns_its_sense_round_guards_nothing():
                 return ids
         """)
     assert [d.span.row for d in check_source(source, Settings())] == [7]  # not 9: under the debug switch
+
+
+@pytest.mark.parametrize("flag", ["envs.SGLANG_DEBUG_POOL.get()", "envs.VLLM_DEBUG_POOL", "self.debug_mode"])
+def test_a_debug_flag_read_through_its_getter_guards_its_branch(flag):
+    source = f"""
+        import torch
+
+        def forward(ids, dev, envs):
+            if {flag}:
+                ids = torch.tensor([1, 2], device=dev)
+            return ids
+        """
+    assert count(source) == 0
+    assert count(source, disable_heuristics=("one-time-guard-debug",)) == 1
+
+
+@pytest.mark.parametrize(
+    "body, raises",
+    [
+        ("    msg = str(x)\n    raise ValueError(msg)", True),
+        ("    raise NotImplementedError", False),  # an interface for subclasses to define
+        ("    if x:\n        return x\n    raise ValueError(x)", False),  # it may return
+        ("    raise", False),  # a bare re-raise, inside an `except` of the caller's making
+        ("    return x", False),
+    ],
+)
+def test_a_function_that_always_raises_is_an_error_path(body, raises):
+    from h2dlint.facts.error_paths import always_raises
+
+    function = ast.parse(f"def f(x):\n{body}\n").body[0]
+    assert always_raises(function) is raises

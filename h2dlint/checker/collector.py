@@ -13,6 +13,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
+from h2dlint.facts.error_paths import always_raises
 from h2dlint.facts.dispatch import declares_interface, record_table, table_called
 from h2dlint.facts.markers import find_marker, header_end
 from h2dlint.facts.placement_values import PENDING_EVIDENCE, Place, Placement
@@ -107,6 +108,7 @@ class _Collector(Walk):
             custom_op=custom_op_decorator(node.decorator_list),
             compiled_by=compile_decorator(node.decorator_list, self._names),
             interface=self._declares_interface(node, enclosing),
+            error_path=always_raises(node),
         )
 
     def _declares_interface(self, node: ast.FunctionDef | ast.AsyncFunctionDef, enclosing: Frame) -> bool:

@@ -263,11 +263,14 @@ NEGATING_WORDS = frozenset({"no", "not", "disable", "disabled", "skip", "without
 def flag_branch(test: ast.expr, enabled: Callable[[str], bool]) -> Optional[Tuple[str, bool]]:
     """(the heuristic, whether the body (True) or the `else` (False) is the branch it makes one-time) when
     `test` is a flag or flag call that one of `FLAG_GUARDS` names (`in_capture`,
-    `torch.cuda.is_current_stream_capturing()`, `self.debug_mode`), or its negation; None otherwise."""
+    `torch.cuda.is_current_stream_capturing()`, `self.debug_mode`, `envs.SGLANG_DEBUG_X.get()`), or its negation;
+    None otherwise."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = flag_branch(test.operand, enabled)
         return None if inner is None else (inner[0], not inner[1])
     flag = test.func if isinstance(test, ast.Call) and not test.args else test
+    if isinstance(test, ast.Call) and isinstance(flag, ast.Attribute) and flag.attr == "get":
+        flag = flag.value  # `envs.SGLANG_DEBUG_X.get()`: the flag is the variable read
     if not isinstance(flag, (ast.Name, ast.Attribute)):
         return None
     name = last_name(flag).lstrip("_").lower()

@@ -273,6 +273,11 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     ),
     Heuristic("cold-nested-in-cold", _COLD, Group.NESTING, "a function nested in a cold function is cold"),
     Heuristic(
+        "cold-always-raises", _COLD, Group.CALL,
+        "a function whose body ends in `raise` and never returns runs only on the way to an exception: an error"
+        " path (a body raising `NotImplementedError` is an interface, not one)",
+    ),
+    Heuristic(
         "hot-in-loop", _HOT, Group.LOOP, "a site in a loop or comprehension body runs once per iteration",
         evidence=(
             "vllm v1/attention/backends/ultraquant_attn.py:380",

@@ -103,6 +103,8 @@ class FunctionInfo:
     # Declared for subclasses to define (`facts.dispatch.declares_interface`): `@abstractmethod`, a body
     # raising `NotImplementedError`, or `...` in an ABC or Protocol
     interface: bool = False
+    # Every run of it ends in its final `raise` (`facts.error_paths.always_raises`): an error path
+    error_path: bool = False
 
 
 @dataclass(frozen=True)

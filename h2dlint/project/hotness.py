@@ -170,6 +170,9 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
     if function.compiled_by is not None and settings.enabled("cold-decorator-compile"):
         origin = f"`{HERE}{qualname}` is compiled by `@{function.compiled_by}`, which builds its tensors in the graph"
         return _cold(origin, "compiled", module, "cold-decorator-compile")
+    if function.error_path and settings.enabled("cold-always-raises"):
+        return _cold(f"`{HERE}{qualname}` always ends by raising (an error path)", "error path", module,
+                     "cold-always-raises")
     parent = summary.functions.get(function.parent or "")
     if parent is not None and settings.enabled("cold-nested-in-cold"):
         return _cold_heat(parent, summary, module, settings)
