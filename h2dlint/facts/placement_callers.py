@@ -20,12 +20,11 @@ import ast
 import bisect
 import re
 from dataclasses import replace
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_conventions import FROM_CALLERS
 from h2dlint.facts.placement_exports import FunctionNode
-from h2dlint.facts.placement_regions import own_nodes
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling function, its class, the call
@@ -96,7 +95,7 @@ class CallerArguments:
             return []
         sites: List[_Site] = []
         for caller, owner in self._functions_at(rows):
-            for node in own_nodes(caller):
+            for node in _nodes_on(caller, rows):
                 if isinstance(node, ast.Call) and _calls_named(node.func, function.name, caller, class_name):
                     sites.append((caller, owner, node))
         if len(sites) != len(rows):
@@ -110,8 +109,14 @@ class CallerArguments:
         """The line of each place the source writes the identifier `name`, once per place."""
         if self._line_starts is None:
             self._line_starts = [0] + [m.end() for m in re.finditer("\n", self._source)]
-        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
-        return [bisect.bisect_right(self._line_starts, m.start()) for m in pattern.finditer(self._source)]
+        text, rows = self._source, []
+        at = text.find(name)
+        while at != -1:
+            end = at + len(name)
+            if not (at and _is_word(text[at - 1])) and not (end < len(text) and _is_word(text[end])):
+                rows.append(bisect.bisect_right(self._line_starts, at))
+            at = text.find(name, end)
+        return rows
 
     def _functions_at(self, rows: List[int]) -> List[Tuple[FunctionNode, Optional[str]]]:
         """The top-level functions and methods whose lines hold any of `rows`."""
@@ -129,6 +134,24 @@ class CallerArguments:
                 (f, class_name) for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
             )
         return functions
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _nodes_on(function: FunctionNode, rows: List[int]) -> Iterator[ast.AST]:
+    """The nodes of `function`'s own body (not of functions, lambdas or classes nested in it) whose lines hold
+    one of `rows`: only the statements and expressions around those lines are descended into."""
+    pending: List[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        start = getattr(node, "lineno", None)
+        if start is not None and not any(start <= row <= (getattr(node, "end_lineno", None) or start) for row in rows):
+            continue
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
 
 
 def _calls_named(func: ast.expr, name: str, caller: FunctionNode, class_name: Optional[str]) -> bool:
