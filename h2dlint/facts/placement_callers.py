@@ -39,14 +39,19 @@ def is_private(name: str) -> bool:
 class CallerArguments:
     """The part of `placement_summary.ModulePlacements` that places a private function's parameters by the
     calls its module makes (`passed`). It uses the host's `_functions`, `_classes`, `_conventions`, `scope`,
-    `_source`, `_summary`, `_names_for` and `_method_of`."""
+    `_source`, `_exporting`, `_summary`, `_names_for` and `_method_of`."""
 
     _source: str
+    _exporting: bool
     _line_starts: Optional[List[int]]
 
     def passed(self, function: Optional[FunctionNode], class_name: Optional[str], name: str, depth: int) -> Placement:
         """Where parameter `name` of `function` (a method of `class_name`, or a module function) lives, from the
-        calls of it in this module; unknown for a public function or one defined inside another."""
+        calls of it in this module; unknown for a public function or one defined inside another, and while the
+        module's exports are worked out: other files seldom call a private function, and placing the parameters
+        behind every return and attribute it exports cost 40% of this heuristic's time."""
+        if self._exporting:
+            return UNKNOWN  # what other files are told (`exports`) does not rest on this module's own calls
         if function is None or not is_private(function.name) or not self._conventions.parameter_from_callers:
             return UNKNOWN
         method = class_name is not None

@@ -63,6 +63,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         `regions`: which regions it may hold (`placement_regions.regions_possible`)."""
         self._mirrors = mirrors
         self._source = source
+        self._exporting = False
         self._line_starts = None
         self._module_scope = module_scope
         self._conventions = conventions
@@ -330,6 +331,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         returns (by qualname), where known or passed on; of each attribute its top-level classes assign (None
         where unknown). Only returns and assignments whose value could be a tensor (`MAY_BE_TENSOR`) are
         worked out."""
+        self._exporting = True  # see `CallerArguments.passed`
         returns: Dict[str, ExportedPlacement] = {}
         owners = [(None, name, f) for name, f in self._functions.items()] + [
             (cls, f"{cls}.{f.name}", f)
