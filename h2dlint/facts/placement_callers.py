@@ -20,11 +20,12 @@ import ast
 import bisect
 import re
 from dataclasses import replace
-from typing import Iterator, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_conventions import FROM_CALLERS
 from h2dlint.facts.placement_exports import FunctionNode
+from h2dlint.facts.placement_regions import own_nodes
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling function, its class, the call
@@ -39,11 +40,12 @@ def is_private(name: str) -> bool:
 class CallerArguments:
     """The part of `placement_summary.ModulePlacements` that places a private function's parameters by the
     calls its module makes (`passed`). It uses the host's `_functions`, `_classes`, `_conventions`, `scope`,
-    `_source`, `_exporting`, `_summary`, `_names_for` and `_method_of`."""
+    `_source`, `_exporting`, `_summary`, `_names_for` and `_method_of`; `exports` uses its `_top_level_functions`."""
 
     _source: str
     _exporting: bool
     _line_starts: Optional[List[int]]
+    _top_level: Optional[List[Tuple[FunctionNode, Optional[str]]]]
 
     def passed(self, function: Optional[FunctionNode], class_name: Optional[str], name: str, depth: int) -> Placement:
         """Where parameter `name` of `function` (a method of `class_name`, or a module function) lives, from the
@@ -100,7 +102,7 @@ class CallerArguments:
             return []
         sites: List[_Site] = []
         for caller, owner in self._functions_at(rows):
-            for node in _nodes_on(caller, rows):
+            for node in own_nodes(caller, rows):
                 if isinstance(node, ast.Call) and _calls_named(node.func, function.name, caller, class_name):
                     sites.append((caller, owner, node))
         if len(sites) != len(rows):
@@ -133,30 +135,19 @@ class CallerArguments:
         return found
 
     def _top_level_functions(self) -> List[Tuple[FunctionNode, Optional[str]]]:
-        functions: List[Tuple[FunctionNode, Optional[str]]] = [(f, None) for f in self._functions.values()]
-        for class_name, node in self._classes.items():
-            functions.extend(
-                (f, class_name) for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-            )
-        return functions
+        """The module's functions and its top-level classes' methods, each with its class (None for a function)."""
+        if self._top_level is None:
+            self._top_level = [(f, None) for f in self._functions.values()] + [
+                (f, class_name)
+                for class_name, node in self._classes.items()
+                for f in node.body
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        return self._top_level
 
 
 def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
-
-
-def _nodes_on(function: FunctionNode, rows: List[int]) -> Iterator[ast.AST]:
-    """The nodes of `function`'s own body (not of functions, lambdas or classes nested in it) whose lines hold
-    one of `rows`: only the statements and expressions around those lines are descended into."""
-    pending: List[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        start = getattr(node, "lineno", None)
-        if start is not None and not any(start <= row <= (getattr(node, "end_lineno", None) or start) for row in rows):
-            continue
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
 
 
 def _calls_named(func: ast.expr, name: str, caller: FunctionNode, class_name: Optional[str]) -> bool:

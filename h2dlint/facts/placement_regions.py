@@ -98,11 +98,15 @@ class Regions:
         return self._blocks[key]
 
 
-def own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
-    """The nodes of `function`'s body, not those of functions, lambdas or classes nested in it."""
+def own_nodes(function: FunctionNode, lines: Optional[Sequence[int]] = None) -> Iterator[ast.AST]:
+    """The nodes of `function`'s body, not those of functions, lambdas or classes nested in it; with `lines`,
+    only those whose lines hold one of them (a node with no position, such as `arguments`, is descended into)."""
     pending: List[ast.AST] = list(function.body)
     while pending:
         node = pending.pop()
+        start = getattr(node, "lineno", None) if lines is not None else None
+        if start is not None and not any(start <= line <= (node.end_lineno or start) for line in lines):  # type: ignore
+            continue
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             pending.extend(ast.iter_child_nodes(node))

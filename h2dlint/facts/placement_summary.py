@@ -65,6 +65,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         self._source = source
         self._exporting = False
         self._line_starts = None
+        self._top_level = None
         self._module_scope = module_scope
         self._conventions = conventions
         self._walrus = walrus
@@ -258,8 +259,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         if not isinstance(expr, ast.Name):
             return False
         unpacked = names.unpacked_position(expr)
-        value = names.value_at(expr)
-        call, index = unpacked if unpacked is not None else (value, None)
+        call, index = unpacked if unpacked is not None else (names.value_at(expr), None)
         function, owner = self._callee(call, class_name) if isinstance(call, ast.Call) else (None, None)
         if function is None:
             return False
@@ -333,13 +333,8 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         worked out."""
         self._exporting = True  # see `CallerArguments.passed`
         returns: Dict[str, ExportedPlacement] = {}
-        owners = [(None, name, f) for name, f in self._functions.items()] + [
-            (cls, f"{cls}.{f.name}", f)
-            for cls, node in self._classes.items()
-            for f in node.body
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-        ]
-        for owner, qualname, function in owners:
+        for function, owner in self._top_level_functions():
+            qualname = f"{owner}.{function.name}" if owner is not None else function.name
             values = list(returned_values(function))
             if values and all(isinstance(v, MAY_BE_TENSOR) for v in values):
                 key = (owner or "", "()" + function.name)
