@@ -1,4 +1,4 @@
-"""Static reach: interface dispatch, dispatch tables, and memo caches keyed on runtime values."""
+"""Static reach: interface dispatch, dispatch tables, method aliases, and memo caches keyed on runtime values."""
 
 from __future__ import annotations
 
@@ -138,6 +138,65 @@ def test_a_call_through_a_dispatch_table_reaches_the_functions_it_is_built_from(
     assert set(found) == {5, 28, 31}
     assert "called from `Runner.forward` (per step)" in found[5]
 
+
+ALIASES = """\
+import torch
+
+
+class Updater:
+    def __init__(self, sliding):
+        self.update = self.update_sliding if sliding else self.update_full
+        self.other = self.update_full
+
+    def update(self, ids, dev):
+        raise NotImplementedError()
+
+    def update_sliding(self, ids, dev):
+        return torch.tensor(ids, device=dev)
+
+    def update_full(self, ids, dev):
+        return torch.tensor(ids, device=dev)
+
+    def unused(self, ids, dev):
+        return torch.tensor(ids, device=dev)
+
+
+class Backend:
+    def __init__(self):
+        self.updater = Updater(True)
+        self.run = self._run
+
+    def init_forward_metadata(self, ids, dev):
+        self.updater.update(ids, dev)
+        self.run(ids, dev)
+
+    def _run(self, ids, dev):
+        return torch.tensor(ids, device=dev)
+"""
+
+
+def test_a_method_bound_to_an_attribute_of_self_is_what_a_call_of_the_attribute_reaches():
+    found = {d.span.row: d.message for d in check_source(ALIASES, Settings())}
+    assert set(found) == {32}  # `self.run = self._run`; one file alone resolves no receiver of known class
+    assert "called from `Backend.init_forward_metadata` (per step)" in found[32]
+
+
+def test_a_method_alias_on_an_object_of_known_class_reaches_every_method_bound_to_it(tmp_path, run_cli):
+    write(tmp_path, "backend.py", ALIASES)
+    found = reported(run_cli, tmp_path)
+    # both branches of the conditional alias; the stub it shadows raises; `unused` is reached by nothing
+    assert set(found) == {"backend.py:13", "backend.py:16", "backend.py:32"}
+    assert "called from `Backend.init_forward_metadata` (per step)" in found["backend.py:13"]["message"]
+
+
+def test_a_method_alias_is_followed_across_files(tmp_path, run_cli):
+    updater, backend = ALIASES.split("class Backend")
+    write(tmp_path, "updater.py", updater)
+    write(tmp_path, "backend.py", "import torch\nfrom updater import Updater\n\n\nclass Backend" + backend)
+    found = reported(run_cli, tmp_path)
+    assert {"updater.py:13", "updater.py:16"} <= set(found)
+    assert "updater.py:19" not in found
+    assert "backend.Backend.init_forward_metadata` (per step)" in found["updater.py:13"]["message"]
 
 def test_a_dispatch_table_imported_from_another_module(tmp_path, run_cli):
     write(tmp_path, "ops.py", TABLES.split("class Runner")[0])

@@ -152,8 +152,10 @@ class ModuleGraph(CallGraph):
     def method(self, cls: Optional[str], name: str, depth: int = 0) -> List[str]:
         """`cls.name`, or the method it inherits from a base class of this module."""
         own = f"{cls}.{name}"
-        if own in self._functions:
-            return [own]
+        aliased = [f"{cls}.{m}" for m in self._summary.method_aliases.get(cls or "", {}).get(name, ())]
+        found = [m for m in (own, *aliased) if m in self._functions]  # an instance attribute shadows the method
+        if found:
+            return found
         if depth > 20:  # guards against cyclic bases written by mistake
             return []
         for base in self._bases(cls or ""):

@@ -14,7 +14,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
 from h2dlint.facts.error_paths import always_raises
-from h2dlint.facts.dispatch import declares_interface, record_table, table_called
+from h2dlint.facts.dispatch import declares_interface, method_aliases, record_table, table_called
 from h2dlint.facts.markers import find_marker, header_end
 from h2dlint.facts.placement_values import PENDING_EVIDENCE, Place, Placement
 from h2dlint.facts.positions import span_of
@@ -143,6 +143,7 @@ class _Collector(Walk):
         if len(node.targets) == 1:
             self._record_attribute_type(node.targets[0], self._value_type(node.value))
             record_table(self.summary.tables, node.targets[0], node.value)
+            self._record_method_aliases(node.targets[0], node.value)
         self.context.assigning, self.context.assigned = node.targets, node.value
         self._visit_all(child_nodes(node))
         self.context.assigning, self.context.assigned = (), None
@@ -169,6 +170,14 @@ class _Collector(Walk):
         frame = self._frames[-1]
         if written and frame.method_of is not None and isinstance(target, ast.Attribute) and is_self(target.value):
             self._add_attribute_type(frame.method_of, target.attr, written)
+
+    def _record_method_aliases(self, target: ast.expr, value: ast.expr) -> None:
+        """`self.update = self.update_sliding_window` in a method: calls of `update` reach that method."""
+        cls = self._frames[-1].method_of
+        for attribute, method in method_aliases(target, value) if cls is not None else ():
+            known = self.summary.method_aliases.setdefault(cls, {})  # type: ignore[arg-type]
+            if method not in known.get(attribute, ()):
+                known[attribute] = known.get(attribute, ()) + (method,)
 
     def _add_attribute_type(self, cls: str, attribute: str, written: str) -> None:
         known = self.summary.attribute_types.setdefault(cls, {})

@@ -1,4 +1,5 @@
-"""Dispatch the call graph cannot see by name: dispatch tables, and methods declared on an interface.
+"""Dispatch the call graph cannot see by name: dispatch tables, method aliases, and methods declared on an
+interface.
 
 Dispatch tables are dicts of functions, and the calls made through them (`HANDLERS[kind](batch)`).
 
@@ -61,6 +62,29 @@ def _entry(value: ast.expr) -> Optional[Entry]:
     if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id in ("self", "cls"):
         return ("self", value.attr)
     return None
+
+
+# Heuristic `METHOD_ALIAS`: a method bound to an instance attribute in a method of its class
+# (`self.update = self.update_sliding_window`, chosen in `__init__` by configuration; also both branches of
+# `self.a if cond else self.b`) is what a call of that attribute reaches, on `self` or on an object of the
+# class (`self.indices_updater.update(...)`). The collector records the aliases in
+# `ModuleSummary.method_aliases`; `ModuleGraph` and `ProjectGraph` look there when the class defines no
+# method of that name. Evidence: sglang's FlashInfer indices updaters pick `update_sliding_window`,
+# `update_cross_attention` or `update_single_wrapper` this way, and each backend's `init_forward_metadata`
+# calls `update` per step.
+def method_aliases(target: ast.expr, value: ast.expr) -> Tuple[Tuple[str, str], ...]:
+    """(attribute, method) for `self.attribute = self.method` (either branch of a conditional); else ()."""
+    if not (isinstance(target, ast.Attribute) and _on_self(target.value)):
+        return ()
+    values = (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,)
+    return tuple(
+        (target.attr, v.attr) for v in values if isinstance(v, ast.Attribute) and _on_self(v.value)
+        and v.attr != target.attr
+    )
+
+
+def _on_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
 
 
 # Heuristic `INTERFACE_METHOD`: a method declared and left to subclasses: decorated `@abstractmethod`, a body

@@ -225,6 +225,9 @@ class ModuleSummary:
     # Dispatch tables (`facts.dispatch`): name as written (`HANDLERS`, `self.HANDLERS` both "HANDLERS") ->
     # the functions it maps to: ("name", f) for `f`, ("self", m) for `self.m`.
     tables: Dict[str, Tuple[Tuple[str, str], ...]] = field(default_factory=dict)
+    # Method aliases (`facts.dispatch`): class qualname -> instance attribute -> the methods of the class bound
+    # to it (`self.update = self.update_sliding_window`: "update" -> ("update_sliding_window",)).
+    method_aliases: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
     # For other files (`facts.placement_exports`): where what each top-level function and method returns
     # lives (by qualname: `make_ids`, `Pool.alloc`), and what each attribute of a top-level class holds
     # (None: assigned there, placement unknown).

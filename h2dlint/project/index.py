@@ -77,6 +77,7 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         self._methods_by_name: Dict[str, List[Key]] = {}
         self._interfaces: Dict[str, List[Key]] = {}  # method name -> the classes declaring it as an interface
         for name, summary in modules.items():
+            self._defined_names.update(a for aliases in summary.method_aliases.values() for a in aliases)
             for function in summary.functions.values():
                 self._defined_names.add(function.name)
                 if function.interface and function.class_qualname and function.name not in NEVER_BY_NAME:
@@ -251,8 +252,10 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         """`cls.name`, or the method it inherits, following base classes across modules."""
 
         def defined_in(owner: Key) -> Optional[List[Key]]:
-            method = (owner[0], f"{owner[1]}.{name}")
-            return [method] if self.function(method) is not None else None
+            summary = self._modules.get(owner[0])
+            aliases = summary.method_aliases.get(owner[1], {}).get(name, ()) if summary is not None else ()
+            methods = [(owner[0], f"{owner[1]}.{m}") for m in (name, *aliases)]  # an alias shadows the method
+            return [m for m in methods if self.function(m) is not None] or None
 
         return self._first_in_hierarchy(cls, defined_in)
 

@@ -205,9 +205,10 @@ def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
         heat=heat,
         # Heat is kept by absolute path: a run naming one file twice cannot reuse it.
         layout=layout_key(candidates) if complete and len(heat) == len(run.summaries) else "",
-        # What a call may name: a function, or a dispatch table (whose calls name the table).
+        # What a call may name: a function, a dispatch table (whose calls name the table), or a method alias.
         names=frozenset(f.name for file in run.summaries.values() for f in file.summary.functions.values())
-        | frozenset(table for file in run.summaries.values() for table in file.summary.tables),
+        | frozenset(table for file in run.summaries.values() for table in file.summary.tables)
+        | frozenset(a for file in run.summaries.values() for c in file.summary.method_aliases.values() for a in c),
     )
 
 
