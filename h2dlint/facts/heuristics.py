@@ -186,8 +186,10 @@ COLD_NAMES: Tuple[Heuristic, ...] = (
         evidence=("vllm lora/layers/logits_processor.py:126",),
     ),
     _names(
+        # Not `alloc*buffer*`: allocators allocate per request (sglang's HiSparse `alloc_device_buffer(req)`
+        # runs for each admitted request, and its device-to-host reads with it).
         "cold-name-buffers", _COLD, "weight and buffer creation happens once, before serving",
-        ("create_*weights*", "create_*buffer*", "init_*buffer*", "alloc*buffer*"),
+        ("create_*weights*", "create_*buffer*", "init_*buffer*"),
     ),
     _names(
         "cold-name-capture", _COLD, "CUDA-graph capture and its setup run once per graph",
