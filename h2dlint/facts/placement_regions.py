@@ -13,6 +13,8 @@ only while no other binding reaches it (not rebound in the branch before the use
 from __future__ import annotations
 
 import ast
+import bisect
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -51,11 +53,16 @@ def _has_device_block_header(text: str) -> bool:
 class Regions:
     """Per function of one module, computed on first use: its device-context blocks and its device tests."""
 
-    def __init__(self, default_device: Optional[str], possible: Tuple[bool, bool] = (True, True)) -> None:
+    def __init__(
+        self, default_device: Optional[str], possible: Tuple[bool, bool] = (True, True), source: Optional[str] = None
+    ) -> None:
         """`default_device`: why the module's tensors default to a device (`torch.set_default_device`), or None;
-        `possible`: `regions_possible` of its source (which regions to look for)."""
+        `possible`: `regions_possible` of its source (which regions to look for); `source`: the module's text,
+        when known: a function's device tests are then looked for only on its lines that name a test's word."""
         self._default_device = default_device
         self._blocks_possible, self._tests_possible = possible
+        self._source = source
+        self._test_rows: Optional[List[int]] = None  # the lines of `source` that name a word of a device test
         self._blocks: Dict[int, List[Tuple[int, int, str]]] = {}  # by id of the function node
         self._tests: Dict[int, List["DeviceTest"]] = {}
 
@@ -72,7 +79,8 @@ class Regions:
             return None
         key = id(function)
         if key not in self._tests:
-            self._tests[key] = device_tests(own_nodes(function)) if function is not None else []
+            rows = self._test_rows_in(function) if function is not None else []
+            self._tests[key] = device_tests(own_nodes(function, rows)) if function is not None and rows != [] else []
         written = None
         for test in reversed(self._tests[key]):
             if not test.covers(expr):
@@ -82,6 +90,15 @@ class Regions:
                 holds = _same_value(expr, test.tested, names) and not _rebound_before(expr, written, test.nodes)
                 return Placement(test.place, test.why()) if holds else None
         return None
+
+    def _test_rows_in(self, function: FunctionNode) -> Optional[List[int]]:
+        """The lines of `function` that name a word of a device test (`DEVICE_TEST_WORDS`); None: any line."""
+        if self._source is None:
+            return None
+        if self._test_rows is None:
+            self._test_rows = rows_naming(self._source, DEVICE_TEST_WORDS)
+        first, last = function.lineno, function.end_lineno or function.lineno
+        return self._test_rows[bisect.bisect_left(self._test_rows, first) : bisect.bisect_right(self._test_rows, last)]
 
     def _device_blocks(self, function: Optional[FunctionNode], names: NameResolver) -> List[Tuple[int, int, str]]:
         key = id(function)
@@ -96,6 +113,22 @@ class Regions:
                 if why is not None
             ]
         return self._blocks[key]
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the line ends Python numbers lines by
+
+
+def rows_naming(text: str, words: Sequence[str]) -> List[int]:
+    """The line numbers (from 1, as `ast` counts them) of the lines of `text` that hold one of `words`,
+    ascending, found with `str.find`."""
+    starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+    rows = set()
+    for word in words:
+        at = text.find(word)
+        while at != -1:
+            rows.add(bisect.bisect_right(starts, at))
+            at = text.find(word, at + len(word))
+    return sorted(rows)
 
 
 def own_nodes(function: FunctionNode, lines: Optional[Sequence[int]] = None) -> Iterator[ast.AST]:

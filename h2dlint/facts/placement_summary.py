@@ -80,7 +80,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         self._known_names: Dict[int, FrozenSet[str]] = {}
         self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
         self._types: Dict[int, Dict[str, str]] = {}  # locals of known class, by id of the function node
-        self._regions = Regions(default_device(module, NameResolver.of(module_scope)), regions)
+        self._regions = Regions(default_device(module, NameResolver.of(module_scope)), regions, source or None)
         self._imported, self._star_import = imported_names(module.body)
         self._assumed: Dict[PlacementQuery, Placement] = {}  # while a rule's match is tried for each answer
         self._hypothetical: Dict[Tuple[str, str], Placement] = {}  # summaries under `_assumed`
