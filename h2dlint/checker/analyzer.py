@@ -51,7 +51,7 @@ def _summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings:
 def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule], settings: Settings) -> ModuleSummary:
     tree = _parse(text)
     summary = summarize(tree, lines, rules, partial(plan_fix, tree=tree, lines=lines), settings)
-    return without_fixes_in_jit_code(summary, tree)
+    return without_fixes_in_jit_code(summary, tree, text)
 
 
 def _parse(text: str) -> ast.Module:

@@ -12,13 +12,17 @@ from h2dlint.facts.summary import ModuleSummary
 # What compiles a function's source with TorchScript, when it decorates the function, its class, or is called
 # with it. (`torch.jit.ignore`/`unused` leave the body to Python, and `torch.jit.trace` records operations.)
 TORCHSCRIPT_COMPILERS = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.jit.interface"})
+_COMPILER_WORDS = ("script", "interface")  # in every name of TORCHSCRIPT_COMPILERS
 IN_TORCHSCRIPT = "TorchScript compiles this code (`{how}`), and it cannot compile a call of the helper"
 
 
-def without_fixes_in_jit_code(summary: ModuleSummary, tree: ast.Module) -> ModuleSummary:
-    """`summary`, with no fix for a site in code that TorchScript compiles, and the reason why."""
+def without_fixes_in_jit_code(summary: ModuleSummary, tree: ast.Module, text: str) -> ModuleSummary:
+    """`summary`, with no fix for a site in code that TorchScript compiles, and the reason why; `text` is the
+    source of `tree`."""
     if all(site.fix is None for site in summary.sites):
         return summary  # nearly every file: no fix to withhold, so no walk for TorchScript code
+    if not any(word in text for word in _COMPILER_WORDS):
+        return summary  # no compiler is named, nor imported under another name: the walk would find nothing
     compiled = _torchscript_code(tree, summary.imports)
     if not compiled:
         return summary
