@@ -68,8 +68,8 @@ def _entry(value: ast.expr) -> Optional[Entry]:
 # (`self.update = self.update_sliding_window`, chosen in `__init__` by configuration; also both branches of
 # `self.a if cond else self.b`) is what a call of that attribute reaches, on `self` or on an object of the
 # class (`self.indices_updater.update(...)`). The collector records the aliases in
-# `ModuleSummary.method_aliases`; `ModuleGraph` and `ProjectGraph` look there when the class defines no
-# method of that name. Evidence: sglang's FlashInfer indices updaters pick `update_sliding_window`,
+# `ModuleSummary.method_aliases`; `ModuleGraph` and `ProjectGraph` add them to the method of that name, if
+# the class defines one (the alias shadows it on the instance). Evidence: sglang's FlashInfer indices updaters pick `update_sliding_window`,
 # `update_cross_attention` or `update_single_wrapper` this way, and each backend's `init_forward_metadata`
 # calls `update` per step.
 def method_aliases(target: ast.expr, value: ast.expr) -> Tuple[Tuple[str, str], ...]:
