@@ -148,3 +148,51 @@ def test_stdin_of_the_saved_file_gives_the_projects_verdict(project, run_cli):
                            capture_output=True, text=True, cwd=project)
     on_disk = subprocess.run([PYTHON, *args, "pkg/runner.py"], capture_output=True, text=True, cwd=project)
     assert piped.stdout == on_disk.stdout and piped.stdout.count("HTD103") == 4
+
+
+def test_a_join_or_a_choice_of_another_files_tensors_waits_for_its_answer(tmp_path, run_cli):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/c.py", "import torch\n\ndef build(n):\n    return torch.zeros(n)\n\n"
+                                "def build_on(n):\n    return torch.zeros(n, device='cuda')\n")
+    write(tmp_path, "pkg/a.py", "import torch\nfrom pkg.c import build, build_on\n\ndef forward(ns, flag):\n"
+                                "    parts = [build(n) for n in ns]\n"
+                                "    one = build(1) if flag else build(2)\n"
+                                "    mixed = build(1) if flag else build_on(2)\n"
+                                "    on = torch.cat([build_on(n) for n in ns])\n"
+                                "    return torch.cat(parts).cuda(), one.cuda(), mixed.cuda(), on.cuda()\n")
+    _, out, _ = run_cli("check", "--output-format", "json", "--no-cache", "pkg", cwd=tmp_path)
+    found = [(d["location"]["row"], d["location"]["column"], d["code"], d["message"]) for d in json.loads(out)]
+    # `torch.cat(parts)` and `one` are host tensors; `mixed` may live on either side, and `on` is on the device
+    assert [(row, column, code) for row, column, code, _ in found] == [(9, 12, "HTD103"), (9, 37, "HTD103")]
+    assert all("is returned by `build()` (c.py)" in message for *_, message in found)
+
+
+POOL = """\
+    import torch
+    from kernels_elsewhere import unbind
+
+
+    class Pool:
+        def __init__(self):
+            self.free_pages = torch.arange(8, device="cuda")
+
+        def free(self, pages):
+            self.free_pages = torch.cat([self.free_pages, unbind(pages)])
+
+        def forward(self):
+            return self.free_pages.tolist()
+    """
+
+
+def test_a_question_no_file_answers_leaves_the_verdict_of_the_other_evidence(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'demo'\n\n[tool.h2dlint]\nselect = ['HTD']\n")
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/pool.py", POOL)
+    # `unbind()` lies outside the project: the join is the pool's own device pages plus pages of unknown place
+    in_project = findings(run_cli, "--no-cache", ".", cwd=tmp_path)
+    alone = findings(run_cli, "--isolated-files", "--no-cache", "pkg/pool.py", cwd=tmp_path)
+    assert [(row, code) for row, code, _ in in_project] == [(13, "HTD201")]
+    assert alone == in_project
+    assert "built on the device" in in_project[0][2]
+    code, out, _ = run_cli("explain", "pkg/pool.py:13", cwd=tmp_path)
+    assert code == 0 and "HTD201 is reported" in out, out

@@ -13,10 +13,10 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
-from h2dlint.facts.error_paths import always_raises
 from h2dlint.facts.dispatch import declares_interface, method_aliases, record_table, table_called
+from h2dlint.facts.error_paths import always_raises
 from h2dlint.facts.markers import find_marker, header_end
-from h2dlint.facts.placement_values import PENDING_EVIDENCE, Place, Placement
+from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.positions import span_of
 from h2dlint.facts.receivers import call_result, call_target, receiver, written_type
 from h2dlint.facts.registrations import (
@@ -29,6 +29,7 @@ from h2dlint.facts.registrations import (
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import (
     MODULE,
+    PENDING_EVIDENCE,
     CallKind,
     CallRef,
     ClassInfo,
@@ -226,7 +227,8 @@ class _Collector(Walk):
         placements = self.context.placements
         variants, first = [], None
         for place in _ANSWERS:
-            placements.assume(query, Placement(place, PENDING_EVIDENCE))  # type: ignore[union-attr]
+            answer = UNKNOWN if place is Place.UNKNOWN else Placement(place, PENDING_EVIDENCE)
+            placements.assume(query, answer)  # type: ignore[union-attr]
             match = check(node, self.context)
             self.context.asked.clear()
             if match is not None:
@@ -312,7 +314,9 @@ class _Collector(Walk):
 
 # The answers a pending placement may get, each tried in turn (`_record_pending`).
 _MAX_QUESTIONS = 4  # questions tried one by one at a node: each costs the rule's check once per answer
-_ANSWERS = (Place.PAGEABLE, Place.PINNED, Place.HOST, Place.DEVICE)
+# What the project may answer a pending question with; UNKNOWN when no file of it knows (or it lies outside the
+# project): the verdict then is the one with that one piece of evidence missing, not none at all.
+_ANSWERS = (Place.PAGEABLE, Place.PINNED, Place.HOST, Place.DEVICE, Place.UNKNOWN)
 _TYPED_RECEIVER_KINDS = (CallKind.ATTR, CallKind.METHOD)  # calls whose receiver's class may be known
 
 

@@ -43,7 +43,8 @@ def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
         raise SourceError(file.error)
     function = _innermost_function(file, line)
     lines = [f"{path}:{line}: {_function_verdict(function, run.heat, module)}"]
-    for index, site in enumerate(file.summary.sites):
+    for index, pending in enumerate(file.summary.sites):
+        site = pending.decided()
         if site.span.row <= line <= site.span.end_row:
             verdict = _site_verdict(file, index, run.heat, module)
             lines.append(f"{path}:{site.span.row}:{site.span.column}: {site.code} {verdict}")
@@ -73,7 +74,7 @@ def _function_verdict(function: Optional[FunctionInfo], heat: dict, module: str)
 
 
 def _site_verdict(file: FileSummary, index: int, heat: dict, module: str) -> str:
-    site: Site = file.summary.sites[index]
+    site: Site = file.summary.sites[index].decided()
     owner: Optional[Heat] = heat.get((module, site.function))
     reason = report_reason(site, owner, module)
     if site.query is not None:

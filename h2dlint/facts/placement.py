@@ -260,6 +260,9 @@ def _joined(tensors: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     found = list(_joined_items(tensors, scope, depth))
     known = [p for p in found if p.place is not Place.UNKNOWN]
     if not known:
+        waiting = {p.pending for p in found if p.pending is not None}
+        if len(waiting) == 1:  # another file knows where the items are: ask it, and join again under its answer
+            return next(p for p in found if p.pending is not None)
         return CYCLE if CYCLE in found else UNKNOWN
     return agree_all(known)
 

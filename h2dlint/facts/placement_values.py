@@ -9,7 +9,7 @@ import enum
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Tuple
 
-from h2dlint.facts.summary import PlacementQuery
+from h2dlint.facts.summary import UNANSWERED, PlacementQuery
 
 
 class Place(str, enum.Enum):
@@ -17,7 +17,7 @@ class Place(str, enum.Enum):
     PINNED = "host (pinned)"
     HOST = "host"  # on the host; whether pinned is not known (a name says host, `.cpu` of a buffer pair)
     DEVICE = "device"
-    UNKNOWN = "unknown"
+    UNKNOWN = UNANSWERED
 
     @property
     def on_host(self) -> bool:
@@ -53,8 +53,6 @@ EMPTY = Placement(Place.UNKNOWN, "has no elements")
 # A tensor moved to, or built on, a device that may be the CPU (`device = "cpu"` in one branch): configuration
 # decides, so a name that says where it lives (`tensor` beside a `tensor_cpu`) is overruled, not believed.
 EITHER = Placement(Place.UNKNOWN, "is on a device that may be the CPU")
-# The evidence of an assumed answer to a pending query, replaced by the real one once the project gives it.
-PENDING_EVIDENCE = "\x00pending\x00"
 
 
 def agree(first: Placement, second: Placement) -> Placement:
@@ -72,9 +70,11 @@ def agree_all(placements: Iterable[Placement]) -> Placement:
     """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
     for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
     unknown: one may be pinned. An alternative that is the value itself (`CYCLE`) or has no elements (`EMPTY`)
-    is skipped."""
+    is skipped. Alternatives that wait on the same question to another file (`pending`) and no unknown one
+    give that question: the project's answer decides, and the choice is worked out again under it."""
     result: Optional[Placement] = None
     cycle = False
+    waiting: Optional[Placement] = None
     for placement in placements:
         if placement is CYCLE:
             cycle = True
@@ -82,13 +82,18 @@ def agree_all(placements: Iterable[Placement]) -> Placement:
         if placement is EMPTY:
             continue
         if placement.place is Place.UNKNOWN:
-            return UNKNOWN
+            if placement.pending is None or (waiting is not None and waiting.pending != placement.pending):
+                return UNKNOWN
+            waiting = waiting or placement
+            continue
         if result is None or result.place is placement.place:
             result = result or placement
         elif result.place.on_host and placement.place.on_host:
             result = replace(result, place=Place.HOST)
         else:
             return UNKNOWN
+    if waiting is not None:
+        return waiting
     return result if result is not None else (CYCLE if cycle else UNKNOWN)
 
 

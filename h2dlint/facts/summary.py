@@ -7,7 +7,7 @@ replaces it) and read by `hotness.py`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -174,13 +174,19 @@ class ExportedPlacement:
 @dataclass(frozen=True)
 class PlacedVariant:
     """What a rule reports at a pending site if the query's answer is `place` (a `Place` value); `evidence`
-    in `problem` and `placement` stands for the answer's evidence (`facts.placement.PENDING_EVIDENCE`)."""
+    in `problem` and `placement` stands for the answer's evidence (`PENDING_EVIDENCE`)."""
 
     place: str
     problem: str
     remedy: str
     unfixable: Optional[str]
     placement: Tuple[str, ...]
+
+
+# The evidence of an assumed answer to a pending query, replaced by the real one once the project gives it.
+PENDING_EVIDENCE = "\x00pending\x00"
+# The answer to a question that no file of the project answers (or that a file checked alone cannot ask).
+UNANSWERED = "unknown"
 
 
 @dataclass(frozen=True)
@@ -206,6 +212,23 @@ class Site:
     # with a placement one of `variants` is for (`project.placement_links`); never on a file alone.
     query: Optional[PlacementQuery] = None
     variants: Tuple[PlacedVariant, ...] = ()
+
+    def decided(self, place: str = UNANSWERED, evidence: str = "", steps: Tuple[str, ...] = ()) -> Site:
+        """This site once the answer to `query` is `place` (a `Place` value; `UNANSWERED` when no file of the
+        project knows, or the file is checked alone), with that answer's `evidence` for the placeholder and its
+        `steps`: the variant for it, or the site still pending when the rule reports nothing there."""
+        variant = next((v for v in self.variants if v.place == place), None)
+        if self.query is None or variant is None:
+            return self
+        return replace(
+            self,
+            problem=variant.problem.replace(PENDING_EVIDENCE, evidence),
+            remedy=variant.remedy,
+            unfixable=variant.unfixable,
+            placement=tuple(line.replace(PENDING_EVIDENCE, evidence) for line in variant.placement) + steps,
+            query=None,
+            variants=(),
+        )
 
 
 @dataclass

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from h2dlint.checker.file_summary import FileSummary, candidate_rules, enabled_rules, failure_reason
 from h2dlint.checker.call_graph import ModuleGraph
+from h2dlint.checker.file_summary import FileSummary, candidate_rules, enabled_rules, failure_reason
 from h2dlint.facts.heat import PER_REQUEST, PER_STEP, Heat, at_least, site_heuristic, site_level, site_reason_for
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import read_source
@@ -48,7 +48,8 @@ def diagnostics(
     """The reported findings of one summarised file, given the heat of its functions (by qualname), of code
     that runs at least as often as `min_level`."""
     found = []
-    for site, suppressed in zip(file.summary.sites, file.suppressed):
+    for pending, suppressed in zip(file.summary.sites, file.suppressed):
+        site = pending.decided()  # a question that no file answers (or none was asked) has an unknown answer
         owner = heat.get(site.function)
         reason = report_reason(site, owner, module)
         if reason is None or suppressed:

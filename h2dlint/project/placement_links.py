@@ -24,7 +24,7 @@ from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, Key
 from h2dlint.facts.placement_conventions import mirror_of
 from h2dlint.facts.placement_typed import mirror_evidence
-from h2dlint.facts.placement_values import PENDING_EVIDENCE, Place
+from h2dlint.facts.placement_values import Place
 from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementQuery, Site
 from h2dlint.project.cache import Cache, Stat
 from h2dlint.project.files import Candidate
@@ -61,25 +61,18 @@ class PlacementLinks:
         return replace(file, summary=replace(file.summary, sites=sites))
 
     def _resolved_site(self, site: Site, module: str) -> Site:
+        """`site` as the project's answer to its question decides it; one no file knows is left to the report,
+        which takes the rule's verdict for an unknown placement (`Site.decided`)."""
         if site.query is None:
             return site
         answer = self.answer(module, site.query, os.path.dirname(os.path.abspath(self._paths.get(module, ""))))
-        variant = next((v for v in site.variants if answer is not None and v.place == answer.place), None)
-        if variant is None or answer is None:
+        if answer is None:
             return site
-        steps = tuple(f"  from {step}" for step in answer.chain)
-        remedy = variant.remedy
-        if answer.mirror and site.code.startswith(SYNC_RULES) and site.query.written:
-            remedy = mirror_remedy(f"{site.query.written.rpartition('.')[0]}.{answer.mirror}", remedy)
-        return replace(
-            site,
-            problem=variant.problem.replace(PENDING_EVIDENCE, answer.evidence),
-            remedy=remedy,
-            unfixable=variant.unfixable,
-            placement=tuple(line.replace(PENDING_EVIDENCE, answer.evidence) for line in variant.placement) + steps,
-            query=None,
-            variants=(),
-        )
+        decided = site.decided(answer.place, answer.evidence, tuple(f"  from {step}" for step in answer.chain))
+        if decided.query is None and answer.mirror and site.code.startswith(SYNC_RULES) and site.query.written:
+            mirror = f"{site.query.written.rpartition('.')[0]}.{answer.mirror}"
+            return replace(decided, remedy=mirror_remedy(mirror, decided.remedy))
+        return decided
 
     def answer(
         self, module: str, query: PlacementQuery, origin: str, asked: _Asked = frozenset()
