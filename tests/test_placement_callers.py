@@ -63,6 +63,15 @@ def test_calls_that_do_not_all_show_a_device_tensor_leave_it_unknown(caller):
     assert codes("import torch\n" + CALLEE + "\n" + caller + "\n") == []
 
 
+@pytest.mark.parametrize("line_end", ["\r", "\r\n"])
+def test_the_callers_are_found_whatever_ends_the_lines(line_end):
+    """Callers are looked for by the lines that write the name: a file saved with CR or CR LF line ends places
+    the parameter as the same file with LF does."""
+    source = "import torch\n" + CALLEE + "\ndef forward(x, dev):\n    return _read(x.to(dev))\n"
+    assert codes(source) == ["HTD201"]
+    assert [d.code for d in check_source(source.replace("\n", line_end), SELECT)] == ["HTD201"]
+
+
 def test_a_public_function_may_be_called_from_other_modules():
     source = "import torch\n" + CALLEE.replace("_read", "read") + "\ndef forward(x, dev):\n    return read(x.to(dev))\n"
     assert codes(source) == []

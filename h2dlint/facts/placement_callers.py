@@ -17,8 +17,6 @@ passes it (`placement-parameter-from-callers`):
 from __future__ import annotations
 
 import ast
-import bisect
-import re
 from dataclasses import replace
 from typing import List, Optional, Tuple
 
@@ -27,6 +25,7 @@ from h2dlint.facts.placement_conventions import FROM_CALLERS
 from h2dlint.facts.placement_exports import FunctionNode
 from h2dlint.facts.placement_regions import own_nodes
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
+from h2dlint.facts.positions import line_starts, row_at
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling function, its class, the call
 _NOT_PASSED = object()  # the call leaves the parameter to its default
@@ -115,13 +114,13 @@ class CallerArguments:
     def _rows_naming(self, name: str) -> List[int]:
         """The line of each place the source writes the identifier `name`, once per place."""
         if self._line_starts is None:
-            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self._source)]
+            self._line_starts = line_starts(self._source)
         text, rows = self._source, []
         at = text.find(name)
         while at != -1:
             end = at + len(name)
             if not (at and _is_word(text[at - 1])) and not (end < len(text) and _is_word(text[end])):
-                rows.append(bisect.bisect_right(self._line_starts, at))
+                rows.append(row_at(self._line_starts, at))
             at = text.find(name, end)
         return rows
 

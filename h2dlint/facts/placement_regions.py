@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.arguments import keyword_value, positional_args
 from h2dlint.facts.constructs import is_host_device
 from h2dlint.facts.placement_values import Place, Placement, short
+from h2dlint.facts.positions import line_starts, row_at
 from h2dlint.facts.scopes import NameResolver
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -115,18 +115,15 @@ class Regions:
         return self._blocks[key]
 
 
-_LINE_END = re.compile(r"\r\n|\r|\n")  # the line ends Python numbers lines by
-
-
 def rows_naming(text: str, words: Sequence[str]) -> List[int]:
     """The line numbers (from 1, as `ast` counts them) of the lines of `text` that hold one of `words`,
     ascending, found with `str.find`."""
-    starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+    starts = line_starts(text)
     rows = set()
     for word in words:
         at = text.find(word)
         while at != -1:
-            rows.add(bisect.bisect_right(starts, at))
+            rows.add(row_at(starts, at))
             at = text.find(word, at + len(word))
     return sorted(rows)
 

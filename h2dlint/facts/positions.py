@@ -7,6 +7,7 @@ after it, so offsets are converted with the line's own text.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from functools import lru_cache
 from typing import List, Optional, Sequence, Tuple
@@ -47,6 +48,11 @@ def line_break_of(text: str) -> str:
 def line_starts(text: str) -> List[int]:
     """The offset in `text` where each row starts; a row ends with a line break iff a next entry exists."""
     return [0] + [found.end() for found in _LINE_BREAK.finditer(text)]
+
+
+def row_at(starts: List[int], offset: int) -> int:
+    """The row (from 1, as `ast` counts rows) of `offset` in the text whose `line_starts` are `starts`."""
+    return bisect.bisect_right(starts, offset)
 
 
 def source_segment(text: str, node: ast.AST) -> str:
