@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import write
 
 from h2dlint.facts.settings import Settings
@@ -93,6 +95,33 @@ def test_without_an_interface_a_one_word_method_is_not_linked(tmp_path, run_cli)
     write(tmp_path, "impl.py", IMPLEMENTATIONS)
     write(tmp_path, "runner.py", RUNNER)
     assert "impl.py:18" not in reported(run_cli, tmp_path)
+
+
+EXTERNAL_RUNNER = """\
+import copy
+import io
+from multiprocessing.reduction import ForkingPickler
+
+
+class Runner:
+    def forward(self, batch, logits):
+        {choose}
+        copy.deepcopy(self.backend).plan(batch)  # a function's result may be a project object
+"""
+
+
+@pytest.mark.parametrize(
+    "choose",
+    ["ForkingPickler(io.BytesIO()).choose(logits)", "buffer = io.BytesIO()\n        buffer.choose(logits)"],
+)
+def test_a_method_of_an_object_a_library_class_made_reaches_no_project_method(tmp_path, run_cli, choose):
+    runner = EXTERNAL_RUNNER.format(choose=choose)
+    for name, text in (("base.py", INTERFACE), ("impl.py", IMPLEMENTATIONS), ("runner.py", runner)):
+        write(tmp_path, name, text)
+    found = reported(run_cli, tmp_path)
+    assert "impl.py:18" not in found  # `Greedy.choose`, an override of `Sampler.choose`: the library's `choose`
+    assert {"impl.py:8", "impl.py:13"} <= set(found)  # the overrides of `plan`, through `copy.deepcopy(...)`
+    assert all("runner.Runner.forward` (per step)" in found[k]["message"] for k in ("impl.py:8", "impl.py:13"))
 
 
 TABLES = """\

@@ -36,6 +36,9 @@ def receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]]
     while isinstance(node, ast.Attribute) and len(path) < _MAX_RECEIVER_PATH:
         path.append(node.attr)
         node = node.value
+    if isinstance(node, ast.Call):  # `Pool(...).alloc()`: the object a call made, as after `p = Pool(...)`
+        root = call_result(node)
+        return (root, *reversed(path)) if root is not None else None
     if not isinstance(node, ast.Name):
         return None
     root = "self" if is_self(node) else types.get(node.id)

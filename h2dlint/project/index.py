@@ -168,6 +168,8 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         typed = self._typed_receiver_call(module, call) if call.receiver is not None else []
         if typed:
             return typed
+        if call.receiver is not None and self.is_external_instance(module, call.receiver):
+            return []  # `ForkingPickler(buf).dump(obj)` is the library's `dump`, not a project method named so
         if call.kind is CallKind.ATTR:
             return self._attribute_call(module, call.owner or "", call.name)
         if call.kind is CallKind.SELF or call.kind is CallKind.SUPER:

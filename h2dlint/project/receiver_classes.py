@@ -30,6 +30,21 @@ class ReceiverClasses:
             classes = list(dict.fromkeys(t for cls in classes for t in self._attribute_classes(cls, attribute)))
         return classes
 
+    def is_external_instance(self, module: str, receiver: Tuple[str, ...]) -> bool:
+        """Whether `receiver` is an object made by a class imported from outside the project
+        (`ForkingPickler(buf)`, `p = io.BytesIO()`): its methods are that class's, so a call on it reaches no
+        project method of the same name. A class is told from a function by its CamelCase name: a function
+        (`copy.deepcopy(batch)`) may return a project object."""
+        if len(receiver) != 1 or not receiver[0].endswith("()") or receiver[0].startswith("self."):
+            return False
+        callee = receiver[0][:-2]
+        head, _, name = callee.rpartition(".")
+        name = name or callee
+        if not (name[:1].isupper() and any(c.islower() for c in name)):
+            return False
+        imported = head.partition(".")[0] or name
+        return imported in self._modules[module].imports and self._lookup(module, imported) is None
+
     def _classes_spelt(self, snake: str) -> List[Key]:
         """The one top-level project class whose name is `snake` in CamelCase (`forward_batch`: `ForwardBatch`);
         [] for none or several."""
