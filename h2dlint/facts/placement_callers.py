@@ -43,7 +43,6 @@ class CallerArguments:
 
     _source: str
     _exporting: bool
-    _line_starts: Optional[List[int]]
     _top_level: Optional[List[Tuple[FunctionNode, Optional[str]]]]
 
     def passed(self, function: Optional[FunctionNode], class_name: Optional[str], name: str, depth: int) -> Placement:
@@ -113,14 +112,12 @@ class CallerArguments:
 
     def _rows_naming(self, name: str) -> List[int]:
         """The line of each place the source writes the identifier `name`, once per place."""
-        if self._line_starts is None:
-            self._line_starts = line_starts(self._source)
-        text, rows = self._source, []
+        text, rows, starts = self._source, [], line_starts(self._source)
         at = text.find(name)
         while at != -1:
             end = at + len(name)
             if not (at and _is_word(text[at - 1])) and not (end < len(text) and _is_word(text[end])):
-                rows.append(row_at(self._line_starts, at))
+                rows.append(row_at(starts, at))
             at = text.find(name, end)
         return rows
 

@@ -64,7 +64,6 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         self._mirrors = mirrors
         self._source = source
         self._exporting = False
-        self._line_starts = None
         self._top_level = None
         self._module_scope = module_scope
         self._conventions = conventions

@@ -39,7 +39,6 @@ class ReceiverClasses:
             return False
         callee = receiver[0][:-2]
         head, _, name = callee.rpartition(".")
-        name = name or callee
         if not (name[:1].isupper() and any(c.islower() for c in name)):
             return False
         imported = head.partition(".")[0] or name
