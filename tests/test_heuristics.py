@@ -527,3 +527,12 @@ def test_a_function_that_always_raises_is_an_error_path(body, raises):
 
     function = ast.parse(f"def f(x):\n{body}\n").body[0]
     assert always_raises(function) is raises
+
+
+def test_explain_looks_for_the_rules_it_is_asked_to_and_says_which_it_did_not(tmp_path, run_cli):
+    source = "import torch\n\n\ndef forward(n, dev):\n    t = torch.zeros(n, device=dev)\n    return t.sum().item()\n"
+    path = write(tmp_path, "step.py", source)
+    code, out, _ = run_cli("explain", f"{path}:6", str(tmp_path))
+    assert code == 0 and "not looked for: HTD2xx" in out and "HTD201" not in out
+    code, out, _ = run_cli("explain", "--select", "HTD2", f"{path}:6", str(tmp_path))
+    assert code == 0 and "HTD201 is reported" in out and "not looked for: HTD2xx" not in out

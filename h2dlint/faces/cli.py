@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from h2dlint import __version__
+from h2dlint.checker.file_summary import enabled_codes
 from h2dlint.faces.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, add_check_options, run_check
 from h2dlint.faces.explain import explain_line, parse_location, project_folder
 from h2dlint.faces.output import FORMATS
@@ -153,11 +154,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="check files and folders (default: .)")
     check.add_argument("paths", nargs="*", metavar="PATH")
-    check.add_argument(
-        "--select", type=_codes, default=None,
-        help="codes or prefixes to enable, e.g. HTD101,HTD1; replaces `select` and `ignore` of pyproject.toml",
-    )
-    check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    _add_selection_options(check)
     check.add_argument("--statistics", action="store_true", help="print the number of findings per code")
     check.add_argument(
         "--add-noqa", action="store_true", help="write `# noqa: CODE` comments that suppress every finding"
@@ -228,6 +225,14 @@ def run_server(args: argparse.Namespace) -> int:
     return serve()
 
 
+def _add_selection_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--select", type=_codes, default=None,
+        help="codes or prefixes to enable, e.g. HTD101,HTD1; replaces `select` and `ignore` of pyproject.toml",
+    )
+    command.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+
+
 def _add_heat_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--preset", choices=tuple(PRESETS), default=None,
@@ -274,6 +279,7 @@ def _add_explain_command(commands: "argparse._SubParsersAction[argparse.Argument
         "paths", nargs="*", metavar="PROJECT",
         help="files and folders that form the project (default: the outermost package holding PATH)",
     )
+    _add_selection_options(explain)
     explain.add_argument("--extend-hot-functions", type=_codes, default=[], metavar="NAMES")
     explain.add_argument("--extend-cold-functions", type=_codes, default=[], metavar="NAMES")
     _add_heat_options(explain)
@@ -288,6 +294,7 @@ def run_explain(args: argparse.Namespace) -> int:
         raise UsageError(f"expected PATH:LINE, got {args.location!r}")
     path, line = location
     overrides = Overrides(
+        select=None if args.select is None else tuple(args.select), ignore=tuple(args.ignore),
         extend_hot_functions=tuple(args.extend_hot_functions), extend_cold_functions=tuple(args.extend_cold_functions),
         profile=args.profile, preset=args.preset,
         disable_heuristics=tuple(args.disable_heuristics),
@@ -297,7 +304,7 @@ def run_explain(args: argparse.Namespace) -> int:
     try:
         _require_line(path, line)
         run = analyse_paths([*project.paths, path], settings, args.jobs, not args.no_cache, project)
-        print("\n".join(explain_line(run, path, line)))
+        print("\n".join(explain_line(run, path, line, enabled_codes(settings))))
     except SourceError as error:
         print(f"{path}: error: {error}", file=sys.stderr)
         return EXIT_FINDINGS

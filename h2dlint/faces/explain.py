@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, site_cold_heuristic, site_cold_reason
@@ -31,9 +31,9 @@ NOTHING_REPORTED = (
 )
 
 
-def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
-    """Lines of text that say why `path:line` is hot or cold, and, for each site on it, whether it is reported.
-    Raises SourceError when the file could not be analysed."""
+def explain_line(run: ProjectRun, path: str, line: int, selected: Sequence[str] = tuple(RULES_BY_CODE)) -> List[str]:
+    """Lines of text that say why `path:line` is hot or cold, and, for each site on it, whether it is reported;
+    `selected` are the codes the run looked for. Raises SourceError when the file could not be analysed."""
     wanted = os.path.abspath(path)
     found = [p for p in run.summaries if os.path.abspath(p) == wanted]
     if not found:
@@ -50,8 +50,16 @@ def explain_line(run: ProjectRun, path: str, line: int) -> List[str]:
             lines.append(f"{path}:{site.span.row}:{site.span.column}: {site.code} {verdict}")
             lines.extend(f"    {step}" for step in (site.placement if site.query is None else ()))
     if len(lines) == 1:
-        lines.append(f"{path}:{line}: {NOTHING_REPORTED}")
+        lines.append(f"{path}:{line}: {NOTHING_REPORTED}{_not_selected(selected)}")
     return lines
+
+
+def _not_selected(selected: Sequence[str]) -> str:
+    """What a line without sites leaves out: the families no rule of which was looked for (HTD2 is opt-in)."""
+    families = sorted({code[:4] for code in RULES_BY_CODE} - {code[:4] for code in selected})
+    if not families:
+        return ""
+    return f"; not looked for: {', '.join(f'{f}xx' for f in families)} (not selected; `--select` adds them)"
 
 
 def _innermost_function(file: FileSummary, line: int) -> Optional[FunctionInfo]:
