@@ -87,3 +87,47 @@ def test_min_level_in_the_configuration(tmp_path, run_cli):
     write(tmp_path, "pyproject.toml", '[tool.h2dlint]\nmin-level = "often"\n')
     code, _, err = run_cli("check", str(path))
     assert code == 2 and "`min-level`" in err and "'per-step'" in err
+
+
+ENCODER = """\
+import torch
+
+class Qwen2VisionTransformer:
+    def forward(self, grid, dev):
+        cu_seqlens = torch.tensor(grid, device=dev)  # once per image batch
+        return self.rot_pos_emb(grid, dev), cu_seqlens
+
+    def rot_pos_emb(self, grid, dev):
+        return torch.tensor(grid, device=dev)
+
+class Qwen2VisionForConditionalGeneration:
+    def forward(self, ids, dev):
+        return torch.tensor(ids, device=dev)  # the language model: per step
+"""
+
+
+def test_a_vision_encoder_of_a_serving_engine_runs_once_per_request():
+    found = {d.span.row: d for d in check_source(ENCODER, Settings())}
+    assert {row: d.level for row, d in found.items()} == {5: "per-request", 9: "per-request", 13: "per-step"}
+    assert "`Qwen2VisionTransformer.forward` runs once per request (a multimodal encoder)" in found[5].message
+    assert "called from `Qwen2VisionTransformer.forward` (per request)" in found[9].message
+    assert found[5].heuristic == "hot-per-request-encoder"
+
+
+def test_an_encoder_runs_per_step_in_training_and_with_the_heuristic_off():
+    for settings in (Settings(preset="training"), Settings(disable_heuristics=("hot-per-request-encoder",))):
+        found = {d.span.row: d.level for d in check_source(ENCODER, settings)}
+        assert found == {5: "per-step", 9: "per-step", 13: "per-step"}, settings.preset
+
+
+def test_what_a_step_reaches_through_an_encoder_is_per_step():
+    source = ENCODER.replace("return self.rot_pos_emb(grid, dev)", "return pos_ids(grid, dev)") + (
+        "\n\ndef pos_ids(grid, dev):\n    return torch.tensor(grid, device=dev)\n"
+    )
+    found = {d.span.row: d for d in check_source(source, Settings())}
+    assert found[17].level == "per-request"
+    assert "called from `Qwen2VisionTransformer.forward` (per request)" in found[17].message
+    stepped = source.replace("return torch.tensor(ids, device=dev)", "return pos_ids(ids, dev)")
+    found = {d.span.row: d for d in check_source(stepped, Settings())}
+    assert found[17].level == "per-step"
+    assert "called from `Qwen2VisionForConditionalGeneration.forward` (per step)" in found[17].message

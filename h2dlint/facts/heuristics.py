@@ -17,40 +17,15 @@ word (markers, `extend-hot-functions`).
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
 from typing import Dict, Iterable, Tuple
 
-from h2dlint.facts.presets import Preset
+from h2dlint.facts.heuristic_types import Effect, Group, Heuristic, name_patterns, preset_heuristic
 
-
-class Effect(str, enum.Enum):
-    HOT = "hot"  # code runs per step or per request
-    COLD = "cold"  # a whole function runs once (setup, loading, capture, tests)
-    ONE_TIME = "one-time"  # a block or loop inside a function runs once, or not once per item
-    PLACEMENT = "placement"  # a tensor lives on the host or on a device (`facts.placement`)
-
-
-class Group(str, enum.Enum):
-    MARKER = "marker"  # `# h2dlint: hot|cold` comments
-    NAME = "name"  # function-name globs (`Settings.hot_functions`, `Settings.cold_functions`)
-    DECORATOR = "decorator"  # decorators that change when a body runs
-    REGISTRATION = "registration"  # registrations that make a function reachable from forward passes
-    CALL = "call"  # what the calls around a function say about it
-    NESTING = "nesting"  # a nested function and its parent
-    GUARD = "guard"  # blocks that run once under a condition (cached builds, once flags, lazy returns)
-    LOOP = "loop"  # what counts as a per-iteration loop
-    CONVENTION = "convention"  # what a tensor's name says of where it lives
-
-
-@dataclass(frozen=True)
-class Heuristic:
-    id: str
-    effect: Effect
-    group: Group
-    rationale: str  # one line: why code this heuristic matches is hot or cold
-    patterns: Tuple[str, ...] = ()  # the fnmatch globs of a name heuristic, in matching order
-    evidence: Tuple[str, ...] = ()  # `engine path:line` rows of benchmarks/engine_labels.tsv
+__all__ = [  # the registry, and the types and helpers of `heuristic_types` that its users import from here
+    "ALL_IDS", "BY_ID", "COLD_NAMES", "CONFIGURED_NAMES", "HEURISTICS", "HOT_NAMES", "LEVEL_CLASSES",
+    "PLACEMENT_CONVENTIONS", "STRUCTURAL", "Effect", "Group", "Heuristic", "configured_heuristic", "name_patterns",
+    "preset_heuristic", "unknown_ids",
+]
 
 
 def _names(id: str, effect: Effect, rationale: str, patterns: Tuple[str, ...], evidence: Tuple[str, ...] = ()):
@@ -402,26 +377,35 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     ),
 )
 
-HEURISTICS: Tuple[Heuristic, ...] = HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL + PLACEMENT_CONVENTIONS
+# How often hot code runs, from the class of a per-step name: switched off, a site keeps being reported but
+# claims "per step" where it runs once per request (its evidence rows are per-request sites it claims truly).
+LEVEL_CLASSES: Tuple[Heuristic, ...] = (
+    Heuristic(
+        "hot-per-request-encoder", _HOT, Group.NAME,
+        "a serving engine runs its vision and audio encoders (`*Vision*`, `*ViT*`, `*AudioEncoder*` classes) once "
+        "per request with images or audio, not per decode step: their per-step names (`forward`) run per request",
+        ("*Vision*", "*ViT*", "*Vit[A-Z0-9_]*", "*Visual*", "*Siglip*", "*AudioEncoder*", "*SpeechEncoder*",
+         "*WhisperEncoder*", "*Resampler*"),
+        evidence=(
+            "sglang models/qwen3_vl.py:1013",
+            "sglang models/glm_image_vl.py:313",
+            "sglang models/moss_vl.py:447",
+            "vllm model_executor/models/isaac.py:86",
+        ),
+        # The language model of a vision or audio model (`Cohere2VisionForConditionalGeneration`) runs per step.
+        exceptions=("*ForConditionalGeneration*", "*ForCausalLM*", "*LLM*", "*LanguageModel*", "*TextModel*"),
+    ),
+)
+
+HEURISTICS: Tuple[Heuristic, ...] = (
+    HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL + LEVEL_CLASSES + PLACEMENT_CONVENTIONS
+)
 BY_ID: Dict[str, Heuristic] = {h.id: h for h in HEURISTICS}
 ALL_IDS: Tuple[str, ...] = tuple(BY_ID)
 
 
 def unknown_ids(ids: Iterable[str]) -> Tuple[str, ...]:
     return tuple(i for i in ids if i not in BY_ID)
-
-
-def name_patterns(table: Tuple[Heuristic, ...], disabled: Iterable[str]) -> Tuple[Tuple[str, str], ...]:
-    """(glob, heuristic id) for the enabled heuristics of a name table, in matching order."""
-    off = frozenset(disabled)
-    return tuple((pattern, h.id) for h in table if h.id not in off for pattern in h.patterns)
-
-
-def preset_heuristic(preset: Preset, effect: Effect, patterns: Tuple[str, ...], part: str = "") -> Heuristic:
-    """A preset's own name list (`h2dlint.facts.presets`) as one heuristic: `hot-name-preset-training`."""
-    suffix = f"-{part}" if part else ""
-    heuristic = f"{effect.value}-name-preset-{preset.name}{suffix}"
-    return Heuristic(heuristic, effect, Group.NAME, preset.rationale, patterns)
 
 
 def configured_heuristic(effect: Effect, patterns: Tuple[str, ...]) -> Heuristic:

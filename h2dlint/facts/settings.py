@@ -16,6 +16,7 @@ from h2dlint.facts.allowed_syncs import DEFAULT_SYNC_ALLOWED_CONTEXTS
 from h2dlint.facts.heuristics import (
     COLD_NAMES,
     HOT_NAMES,
+    LEVEL_CLASSES,
     Effect,
     Heuristic,
     configured_heuristic,
@@ -142,6 +143,14 @@ class Settings:
         """Whether a per-step name (`is_hot_name`) is rather a per-request entry point."""
         return _matches_any(name, class_name, self.per_request_functions)
 
+    def per_request_class_heuristic(self, class_name: Optional[str]) -> Optional[str]:
+        """The id of the heuristic that says the per-step names of class `class_name` run once per request
+        (`facts.heuristics.LEVEL_CLASSES`: serving's multimodal encoders), or None. The serving defaults
+        only: a trainer runs its vision encoder every step, a diffusion pipeline its video denoiser."""
+        if class_name is None or PRESETS[self.preset].hot is not None:
+            return None
+        return next((h.id for h in LEVEL_CLASSES if self.enabled(h.id) and _is_class_of(h, class_name)), None)
+
     def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
         return _matches_any(name, class_name, self.cold_functions)
 
@@ -156,6 +165,12 @@ class Settings:
 
 def unknown_heuristic_text(heuristic: str) -> str:
     return f"unknown heuristic {heuristic!r} (`h2dlint heuristics` lists them)"
+
+
+def _is_class_of(heuristic: Heuristic, class_name: str) -> bool:
+    """Whether `class_name` matches a glob of `heuristic` and none of its exceptions."""
+    matches = _compiled(heuristic.patterns)(class_name) is not None
+    return matches and _compiled(heuristic.exceptions)(class_name) is None
 
 
 def _matches_any(name: str, class_name: Optional[str], patterns: Tuple[str, ...]) -> bool:

@@ -319,6 +319,10 @@ def _named_root(function: FunctionInfo, module: str, settings: Settings, heurist
     if settings.is_per_request_name(function.name, _class_name(function)):
         origin = f"`{HERE}{qualname}` runs once per request"
         return Heat(True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic)
+    by_class = settings.per_request_class_heuristic(_class_name(function))
+    if by_class is not None:
+        origin = f"`{HERE}{qualname}` runs once per request (a multimodal encoder)"
+        return Heat(True, origin, "per request", module=module, level=PER_REQUEST, heuristic=by_class)
     return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, heuristic)
 
 
