@@ -149,10 +149,10 @@ def propagations(monkeypatch):
     return count
 
 
-def same_as_without_cache(run_cli, project):
+def same_as_without_cache(run_cli, project, *flags):
     """Check `project` with the cache, and assert that a run without it says exactly the same."""
-    found = run_cli("check", str(project))
-    assert run_cli("check", "--no-cache", str(project)) == found
+    found = run_cli("check", *flags, str(project))
+    assert run_cli("check", "--no-cache", *flags, str(project)) == found
     return found
 
 
@@ -188,6 +188,21 @@ def test_a_moved_loop_gets_its_new_line_in_another_files_message(tmp_path, run_c
     assert propagations["runs"] == 1 and parses["files"] == 3  # only main.py parsed again
     assert code == 1 and "lib.py" in out and "line 5 of `loop.main.main`" in out
     assert same_as_without_cache(run_cli, package) == (code, out, "")
+
+
+def test_a_moved_loop_of_per_request_code_keeps_its_level(tmp_path, run_cli, propagations):
+    package = tmp_path / "loop"
+    package.mkdir()
+    looping = LIB.replace("    return torch.tensor(ids, device=dev)", "    for i in ids:\n        torch.tensor([i], device=dev)")
+    (package / "lib.py").write_text(looping)  # a loop in code a per-request loop calls: per request too
+    (package / "main.py").write_text(LOOP_CALLER.replace("def main(dev)", "def get_image_feature(dev)"))
+    assert run_cli("check", "--min-level", "per-step", str(package))[0] == 0  # per request: not shown
+    edit(package / "main.py", "(dev):\n", "(dev):\n    dev = dev\n")
+    code, out, _ = run_cli("check", "--min-level", "per-step", str(package))
+    assert propagations["runs"] == 1 and code == 0, out  # the heat reused, the loop still per request
+    code, out, _ = run_cli("check", "--output-format", "concise", str(package))
+    assert code == 1 and "line 5 of `loop.main.get_image_feature`" in out
+    assert same_as_without_cache(run_cli, package, "--output-format", "concise") == (code, out, "")
 
 
 def test_a_deleted_file_takes_its_heat_with_it(project, run_cli):

@@ -131,3 +131,27 @@ def test_what_a_step_reaches_through_an_encoder_is_per_step():
     found = {d.span.row: d for d in check_source(stepped, Settings())}
     assert found[17].level == "per-step"
     assert "called from `Qwen2VisionForConditionalGeneration.forward` (per step)" in found[17].message
+
+
+def test_a_loop_in_code_run_once_per_request_repeats_per_request():
+    source = """\
+import torch
+
+class Model:
+    def get_image_feature(self, items, dev):
+        out = [torch.tensor(item, device=dev) for item in items]  # once per image of the request
+        for item in items:
+            self.embed(item, dev)
+        return out
+
+    def embed(self, item, dev):
+        return torch.tensor(item, device=dev)
+"""
+    found = {d.span.row: d for d in check_source(source, Settings())}
+    assert {row: d.level for row, d in found.items()} == {5: "per-request", 11: "per-request"}
+    assert "in a comprehension at line 5 (once per iteration); `Model.get_image_feature` runs once per request" \
+        in found[5].message
+    assert "called in a loop at line 6 of `Model.get_image_feature`" in found[11].message
+    diffusion = Settings(preset="diffusion", extend_hot_functions=("get_image_feature",))  # loops are its steps
+    for settings in (diffusion, Settings(disable_heuristics=("hot-per-request-loop",))):
+        assert {d.span.row: d.level for d in check_source(source, settings)} == {5: "per-step", 11: "per-step"}

@@ -43,6 +43,9 @@ class Heat:
     level: str = PER_STEP  # how often hot code runs (see `LEVELS`); meaningless for cold code
     observed: Optional[int] = None  # how many times a traced run saw the function run, when that decided
     heuristic: str = ""  # the id of the heuristic that made the root hot or cold (`h2dlint.facts.heuristics`)
+    # How often a loop of hot code repeats: per step, or per request where code run once per request loops
+    # over that request's items (`hot-per-request-loop`); a function takes its caller's.
+    loop_level: str = PER_STEP
 
     @property
     def reason(self) -> str:
@@ -57,7 +60,10 @@ class Heat:
 
     def called_from(self, caller: Key) -> "Heat":
         chain = (caller,) + self.chain
-        return Heat(True, self.origin, self.tag, chain, self.module, self.level, heuristic=self.heuristic)
+        return Heat(
+            True, self.origin, self.tag, chain, self.module, self.level, heuristic=self.heuristic,
+            loop_level=self.loop_level,
+        )
 
 
 def chain_text(names: Iterable[str]) -> str:
@@ -91,7 +97,7 @@ def _where(site: Site, owner: Optional[Heat], module: str) -> str:
         kind, line = site.loop
         where = f"in a {kind.value} at line {line}"
         if owner is not None and (not owner.hot or owner.level != PER_STEP):
-            where += " (once per iteration)"  # so per step, though the function around it is not
+            where += " (once per iteration)"  # of a loop, though the function around it is not per step
         return f"{where}; {owner.reason_in(module)}" if owner is not None else where
     return owner.reason_in(module) if owner is not None else ""
 
@@ -102,7 +108,7 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
     if site_cold_reason(site) is not None:
         return None
     if site.loop is not None and (owner is None or owner.hot or owner.observed == 1):
-        return PER_REQUEST if site.per_miss else PER_STEP
+        return PER_REQUEST if site.per_miss else (owner.loop_level if owner is not None and owner.hot else PER_STEP)
     if owner is not None and owner.hot:
         return PER_REQUEST if site.per_miss else owner.level
     return None

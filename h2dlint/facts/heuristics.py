@@ -22,7 +22,7 @@ from typing import Dict, Iterable, Tuple
 from h2dlint.facts.heuristic_types import Effect, Group, Heuristic, name_patterns, preset_heuristic
 
 __all__ = [  # the registry, and the types and helpers of `heuristic_types` that its users import from here
-    "ALL_IDS", "BY_ID", "COLD_NAMES", "CONFIGURED_NAMES", "HEURISTICS", "HOT_NAMES", "LEVEL_CLASSES",
+    "ALL_IDS", "BY_ID", "COLD_NAMES", "CONFIGURED_NAMES", "HEURISTICS", "HOT_NAMES", "LEVEL_HEURISTICS",
     "PLACEMENT_CONVENTIONS", "STRUCTURAL", "Effect", "Group", "Heuristic", "configured_heuristic", "name_patterns",
     "preset_heuristic", "unknown_ids",
 ]
@@ -377,9 +377,9 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     ),
 )
 
-# How often hot code runs, from the class of a per-step name: switched off, a site keeps being reported but
-# claims "per step" where it runs once per request (its evidence rows are per-request sites it claims truly).
-LEVEL_CLASSES: Tuple[Heuristic, ...] = (
+# How often hot code runs, in a serving engine: switched off, a site keeps being reported but claims "per step"
+# where it runs once per request (their evidence rows are per-request sites they make it claim truly).
+LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
     Heuristic(
         "hot-per-request-encoder", _HOT, Group.NAME,
         "a serving engine runs its vision and audio encoders (`*Vision*`, `*ViT*`, `*AudioEncoder*` classes) once "
@@ -395,10 +395,22 @@ LEVEL_CLASSES: Tuple[Heuristic, ...] = (
         # The language model of a vision or audio model (`Cohere2VisionForConditionalGeneration`) runs per step.
         exceptions=("*ForConditionalGeneration*", "*ForCausalLM*", "*LLM*", "*LanguageModel*", "*TextModel*"),
     ),
+    Heuristic(
+        "hot-per-request-loop", _HOT, Group.LOOP,
+        "a loop in code that runs once per request goes over that request's images, chunks or items, so it "
+        "repeats per request, not per step (a pipeline's `__call__`, whose loop is its denoising steps, aside)",
+        evidence=(
+            "sglang models/deepseek_v4.py:4814",
+            "sglang models/cohere2_vision.py:161",
+            "sglang models/mimo_audio.py:960",
+            "sglang models/muse_spark_omni.py:378",
+        ),
+        exceptions=("*Pipeline.__call__",),
+    ),
 )
 
 HEURISTICS: Tuple[Heuristic, ...] = (
-    HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL + LEVEL_CLASSES + PLACEMENT_CONVENTIONS
+    HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL + LEVEL_HEURISTICS + PLACEMENT_CONVENTIONS
 )
 BY_ID: Dict[str, Heuristic] = {h.id: h for h in HEURISTICS}
 ALL_IDS: Tuple[str, ...] = tuple(BY_ID)

@@ -16,7 +16,7 @@ from h2dlint.facts.allowed_syncs import DEFAULT_SYNC_ALLOWED_CONTEXTS
 from h2dlint.facts.heuristics import (
     COLD_NAMES,
     HOT_NAMES,
-    LEVEL_CLASSES,
+    LEVEL_HEURISTICS,
     Effect,
     Heuristic,
     configured_heuristic,
@@ -31,6 +31,8 @@ DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_pa
 DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_patterns(COLD_NAMES, ()))
 
 NameTable = Tuple[Tuple[str, str], ...]  # (glob, the id of the heuristic it belongs to), in matching order
+
+PER_REQUEST_LOOP = next(h for h in LEVEL_HEURISTICS if h.id == "hot-per-request-loop")
 
 # Entry points that run once per request, not per step: a hot name matching one of these is per-request.
 # The loops inside them (a pipeline's denoising loop) are per step all the same (see `facts.heat.site_level`).
@@ -145,11 +147,19 @@ class Settings:
 
     def per_request_class_heuristic(self, class_name: Optional[str]) -> Optional[str]:
         """The id of the heuristic that says the per-step names of class `class_name` run once per request
-        (`facts.heuristics.LEVEL_CLASSES`: serving's multimodal encoders), or None. The serving defaults
+        (`facts.heuristics.LEVEL_HEURISTICS`: serving's multimodal encoders), or None. The serving defaults
         only: a trainer runs its vision encoder every step, a diffusion pipeline its video denoiser."""
         if class_name is None or PRESETS[self.preset].hot is not None:
             return None
-        return next((h.id for h in LEVEL_CLASSES if self.enabled(h.id) and _is_class_of(h, class_name)), None)
+        return next((h.id for h in LEVEL_HEURISTICS if self.enabled(h.id) and _is_class_of(h, class_name)), None)
+
+    def loops_repeat_per_request(self, name: str, class_name: Optional[str] = None) -> bool:
+        """Whether the loops of function `name` (of `class_name`), which runs once per request, repeat per
+        request (`hot-per-request-loop`), not per step: serving defaults only, as a pipeline's loop and a
+        modular diffusion block's are its steps."""
+        if PRESETS[self.preset].hot is not None or not self.enabled(PER_REQUEST_LOOP.id):
+            return False
+        return not _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
 
     def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
         return _matches_any(name, class_name, self.cold_functions)

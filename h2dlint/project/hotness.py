@@ -113,9 +113,7 @@ def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: Abst
 def with_moved_loops(heat: Heat, moved: Dict[str, MovedLoops]) -> Heat:
     """`heat` after edits that moved loop roots, by module (see `moved_loops`)."""
     root = moved.get(heat.module, {}).get(heat.tag)
-    return heat if root is None else Heat(
-        heat.hot, root.origin, root.tag, heat.chain, heat.module, heat.level, heuristic=heat.heuristic
-    )
+    return heat if root is None else replace(heat, origin=root.origin, tag=root.tag)
 
 
 def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef]:
@@ -262,18 +260,20 @@ def _class_name(function: FunctionInfo) -> Optional[str]:
 
 def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
     """Functions hot for a reason of their own, then the functions called in loops. A loop in a per-step root
-    adds nothing (what it calls is called from that root); a loop in a per-request root runs per step."""
+    adds nothing (what it calls is called from that root); a loop in a per-request root repeats as often as
+    the root says its loops do (`Heat.loop_level`)."""
     on_miss = _only_called_on_a_miss(graph)
     named = [(key, root) for key, root in _named_roots(graph, settings) if key not in cold and key not in on_miss]
     # As heat is given out in this order: a loop in a function already hot per step adds nothing.
     taken = {key for key, root in named if root.level == PER_STEP}
+    loop_levels = {key: root.loop_level for key, root in named}
     loops: List[Tuple[Key, Heat]] = []
     if not settings.enabled("hot-called-in-loop"):
         return named
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
-        root = _loop_root(module, call)
+        root = _loop_root(module, call, loop_levels.get((module, call.caller), PER_STEP))
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)
     return named + loops
@@ -316,13 +316,16 @@ def _hot_root(function: FunctionInfo, summary: ModuleSummary, module: str, setti
 
 def _named_root(function: FunctionInfo, module: str, settings: Settings, heuristic: str) -> Heat:
     qualname = function.qualname
-    if settings.is_per_request_name(function.name, _class_name(function)):
+    class_name = _class_name(function)
+    by_class = settings.per_request_class_heuristic(class_name)
+    if settings.is_per_request_name(function.name, class_name) or by_class is not None:
         origin = f"`{HERE}{qualname}` runs once per request"
-        return Heat(True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic)
-    by_class = settings.per_request_class_heuristic(_class_name(function))
-    if by_class is not None:
-        origin = f"`{HERE}{qualname}` runs once per request (a multimodal encoder)"
-        return Heat(True, origin, "per request", module=module, level=PER_REQUEST, heuristic=by_class)
+        if by_class is not None and not settings.is_per_request_name(function.name, class_name):
+            origin, heuristic = f"{origin} (a multimodal encoder)", by_class
+        loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
+        return Heat(
+            True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic, loop_level=loops
+        )
     return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, heuristic)
 
 
@@ -330,10 +333,12 @@ def _hot(origin: str, tag: str, module: str, heuristic: str) -> Heat:
     return Heat(True, origin, tag, module=module, heuristic=heuristic)
 
 
-def _loop_root(module: str, call: CallRef) -> Heat:
-    """The heat a call in a loop gives the functions it reaches."""
+def _loop_root(module: str, call: CallRef, level: str = PER_STEP) -> Heat:
+    """The heat a call in a loop gives the functions it reaches; `level` is how often the caller's loops
+    repeat."""
     where = "module level" if call.caller == MODULE else f"`{HERE}{call.caller}`"
     loop = f"in a loop at line {call.loop_line} of {where}"
-    return _hot(f"called {loop}", loop, module, "hot-called-in-loop")
+    return Heat(True, f"called {loop}", loop, module=module, level=level, heuristic="hot-called-in-loop",
+                loop_level=level)
 
 
