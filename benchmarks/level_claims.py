@@ -10,7 +10,8 @@ labels of the sites it is reported on.
 Every finding says how often its code runs ("`X.forward` runs per step", "called from `Y` (per request)"), and
 the JSON `level` carries it. A claim that is false is a false positive, whatever the construct. This runs
 h2dlint over each tree with both rule families (`--select HTD1,HTD2`, one project, no cache, the test and
-example folders left out as the censuses do) and, for each finding on a line labelled `per-step` or
+example folders left out as the censuses do; `--preset torchtitan=training` checks a trainer as its users
+would configure it) and, for each finding on a line labelled `per-step` or
 `per-request` (the first label file that has the line decides), counts:
 - truthful: the finding's level is the label;
 - over-claimed: it says per step where the code runs once per request;
@@ -39,7 +40,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("engines", nargs="+", help="NAME=ROOT for each tree")
     parser.add_argument("--labels", action="append", required=True, help="a label file; the first wins a line")
+    parser.add_argument(
+        "--preset", action="append", default=[], metavar="NAME=PRESET",
+        help="check tree NAME with this preset (`torchtitan=training`), as its users would configure it",
+    )
     args = parser.parse_args(argv)
+    presets = dict(spec.partition("=")[::2] for spec in args.preset)
     labels: Dict[Tuple[str, str], str] = {}
     for path in args.labels:
         for key, label in read_labels(path).items():
@@ -47,16 +53,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     total: Counter = Counter()
     for spec in args.engines:
         engine, _, root = spec.partition("=")
-        counts = judge(engine, findings(root), labels)
-        print_counts(engine, counts)
+        counts = judge(engine, findings(root, presets.get(engine)), labels)
+        print_counts(engine if engine not in presets else f"{engine} (preset {presets[engine]})", counts)
         total.update(counts)
     print_counts("all trees", total)
     return 0
 
 
-def findings(root: str) -> Dict[str, Dict[str, str]]:
+def findings(root: str, preset: Optional[str] = None) -> Dict[str, Dict[str, str]]:
     """`path:line` -> {rule family: the level its finding there claims}."""
-    settings = settings_from(config_for_path(root), Overrides())
+    settings = settings_from(config_for_path(root), Overrides(preset=preset))
     settings = Settings(**{**_fields(settings), "select": FAMILIES})
     found: Dict[str, Dict[str, str]] = {}
     for result in check_paths([root], settings, EXCLUDES, use_cache=False):

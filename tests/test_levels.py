@@ -155,3 +155,43 @@ class Model:
     diffusion = Settings(preset="diffusion", extend_hot_functions=("get_image_feature",))  # loops are its steps
     for settings in (diffusion, Settings(disable_heuristics=("hot-per-request-loop",))):
         assert {d.span.row: d.level for d in check_source(source, settings)} == {5: "per-step", 11: "per-step"}
+
+
+MULTIMODAL_FORWARD = """\
+import torch
+
+class InternVLChatModel:
+    def forward(self, input_ids, pixel_values, dev):
+        if input_ids is not None and pixel_values is not None:
+            lens = torch.tensor([len(p) for p in pixel_values], device=dev)  # with the request's images
+            self.extract(pixel_values, dev)
+        return torch.tensor(input_ids, device=dev)  # every step
+
+    def extract(self, pixel_values, dev):
+        return torch.tensor(pixel_values, device=dev)
+"""
+
+
+def test_a_branch_taken_only_with_images_runs_once_per_request():
+    found = {d.span.row: d for d in check_source(MULTIMODAL_FORWARD, Settings())}
+    assert {row: d.level for row, d in found.items()} == {6: "per-request", 8: "per-step", 11: "per-request"}
+    assert "it runs only with images, audio or video (the branch at line 5)" in found[6].message
+    assert "called only with images, audio or video in `InternVLChatModel.forward`" in found[11].message
+    assert found[11].heuristic == "hot-per-request-multimodal-branch"
+    off = Settings(disable_heuristics=("hot-per-request-multimodal-branch",))
+    for settings in (Settings(preset="training"), off):
+        assert {d.span.row: d.level for d in check_source(MULTIMODAL_FORWARD, settings)} == {
+            6: "per-step", 8: "per-step", 11: "per-step"
+        }
+
+
+def test_a_config_flag_or_a_request_field_is_no_multimodal_branch():
+    for test in ("self.image_token_id is not None", "req.mm_inputs is not None", "pixel_values is None"):
+        source = MULTIMODAL_FORWARD.replace("input_ids is not None and pixel_values is not None", test)
+        assert {d.span.row: d.level for d in check_source(source, Settings())}[6] == "per-step", test
+
+
+def test_each_presence_test_of_multimodal_input_is_a_multimodal_branch():
+    for test in ("len(images) > 0", "need_vision.any()", "mm_inputs", "len(audio_features) != 0"):
+        source = MULTIMODAL_FORWARD.replace("input_ids is not None and pixel_values is not None", test)
+        assert {d.span.row: d.level for d in check_source(source, Settings())}[6] == "per-request", test

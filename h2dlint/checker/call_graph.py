@@ -30,6 +30,10 @@ class CallGraph:
         """What `caller` calls only on a miss of a memo keyed on a runtime value (see `facts.memo`)."""
         raise NotImplementedError
 
+    def branch_callees(self, caller: Key) -> List[Key]:
+        """What `caller` calls only with images, audio or video (see `facts.multimodal_branches`)."""
+        raise NotImplementedError
+
     def summary(self, module: str) -> Optional[ModuleSummary]:
         raise NotImplementedError
 
@@ -41,6 +45,12 @@ class CallGraph:
         """Every function some call reaches -> (the calling function, whether the call is made under a one-time
         guard) for each such call; a call at module level has the caller `(module, MODULE)`."""
         raise NotImplementedError
+
+
+def reaches_per_request(call: CallRef) -> bool:
+    """Whether `call` reaches its callees once per request, not per step: on a memo's miss, or in a branch
+    taken only with multimodal input. Such calls are edges of their own (`miss_callees`, `branch_callees`)."""
+    return call.per_miss or call.multimodal_branch is not None
 
 
 class ModuleGraph(CallGraph):
@@ -57,6 +67,7 @@ class ModuleGraph(CallGraph):
         self._targets: Optional[Dict[CallRef, List[Key]]] = None
         self._edges: Dict[Key, List[Key]] = {}
         self._miss_edges: Dict[Key, List[Key]] = {}
+        self._branch_edges: Dict[Key, List[Key]] = {}
         self._callers: Dict[Key, List[Tuple[Key, bool]]] = {}
 
     def _build_edges(self) -> Dict[CallRef, List[Key]]:
@@ -65,6 +76,7 @@ class ModuleGraph(CallGraph):
             for call, targets in self._targets.items():
                 if not call.one_time:
                     edges = self._miss_edges if call.per_miss else self._edges
+                    edges = self._branch_edges if call.multimodal_branch is not None else edges
                     edges.setdefault((self._module, call.caller), []).extend(targets)
                 for target in targets:
                     self._callers.setdefault(target, []).append(((self._module, call.caller), bool(call.one_time)))
@@ -85,7 +97,7 @@ class ModuleGraph(CallGraph):
         return [
             (self._module, c, targets[c])
             for c in self._calls
-            if c.loop_line is not None and not c.one_time and not c.per_miss
+            if c.loop_line is not None and not c.one_time and not reaches_per_request(c)
         ]
 
     def callees(self, caller: Key) -> List[Key]:
@@ -95,6 +107,10 @@ class ModuleGraph(CallGraph):
     def miss_callees(self, caller: Key) -> List[Key]:
         self._build_edges()
         return self._miss_edges.get(caller, [])
+
+    def branch_callees(self, caller: Key) -> List[Key]:
+        self._build_edges()
+        return self._branch_edges.get(caller, [])
 
     def callers(self) -> Dict[Key, List[Tuple[Key, bool]]]:
         self._build_edges()

@@ -257,6 +257,7 @@ class _Collector(Walk):
                 capture=_capture_reason(self._captures),
                 one_time=self.context.one_time,
                 per_miss=self.context.per_miss,
+                multimodal_branch=self.context.multimodal_branch,
                 fix=fix,
                 unfixable=unfixable,
                 placement=found.placement,
@@ -291,6 +292,7 @@ class _Collector(Walk):
             loop_line=loops[-1][1] if loops else None,
             one_time=self.context.one_time,
             per_miss=self.context.per_miss,
+            multimodal_branch=self.context.multimodal_branch,
             capture_line=self._captures[0] if self._captures else None,
             receiver=receiver(node.func, frame.types) if kind in _TYPED_RECEIVER_KINDS else None,
         )

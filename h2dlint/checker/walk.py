@@ -37,6 +37,7 @@ from h2dlint.facts.guards import (
 )
 from h2dlint.facts.iteration import is_fixed_iteration
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
+from h2dlint.facts.multimodal_branches import tests_multimodal_presence
 from h2dlint.facts.placement_conventions import conventions_from, mirror_names
 from h2dlint.facts.placement_regions import default_device, device_context, regions_possible
 from h2dlint.facts.placement_summary import ModulePlacements
@@ -69,6 +70,7 @@ class Walk:
         self._text: Optional[str] = None
         self._enabled = settings.enabled  # heuristics switched off leave their regions unmarked
         self._settings = settings
+        self._multimodal_branches = settings.multimodal_branches_per_request()
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
         self.context = Context(self._names)
@@ -314,9 +316,15 @@ class Walk:
 
     def _visit_branches(self, test: ast.expr, body: Sequence[ast.AST], orelse: Sequence[ast.AST]) -> None:
         """The two branches of `if test:`, the one that a capture or debugging flag selects under its one-time
-        guard."""
+        guard, and a body taken only with images, audio or video as such."""
         flagged = flag_branch(test, self._enabled)
-        self._visit_branch(body, flagged, True)
+        multimodal = self._multimodal_branches and tests_multimodal_presence(test)
+        if multimodal and flagged is None:
+            self.context.multimodal_branches.append(test.lineno)
+            self._visit_all(body)
+            self.context.multimodal_branches.pop()
+        else:
+            self._visit_branch(body, flagged, True)
         self._visit_branch(orelse, flagged, False)
 
     def _visit_branch(self, branch: Sequence[ast.AST], flagged: Optional[Tuple[str, bool]], is_body: bool) -> None:

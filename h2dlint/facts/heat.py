@@ -89,6 +89,9 @@ def site_reason_for(site: Site, owner: Optional[Heat], module: str = "") -> Opti
         return None
     if site.per_miss:
         return f"it runs on each cache miss of a memo keyed on a runtime value; {_where(site, owner, module)}"
+    if site.multimodal_branch is not None:
+        branch = f"the branch at line {site.multimodal_branch}"
+        return f"it runs only with images, audio or video ({branch}); {_where(site, owner, module)}"
     return _where(site, owner, module)
 
 
@@ -107,10 +110,11 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
     traced run saw run once is one-time, but a loop in it still repeats."""
     if site_cold_reason(site) is not None:
         return None
+    per_request = site.per_miss or site.multimodal_branch is not None
     if site.loop is not None and (owner is None or owner.hot or owner.observed == 1):
-        return PER_REQUEST if site.per_miss else (owner.loop_level if owner is not None and owner.hot else PER_STEP)
+        return PER_REQUEST if per_request else (owner.loop_level if owner is not None and owner.hot else PER_STEP)
     if owner is not None and owner.hot:
-        return PER_REQUEST if site.per_miss else owner.level
+        return PER_REQUEST if per_request else owner.level
     return None
 
 

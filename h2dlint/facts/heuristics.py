@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Tuple
 
+from h2dlint.facts.heuristic_levels import LEVEL_HEURISTICS
 from h2dlint.facts.heuristic_types import Effect, Group, Heuristic, name_patterns, preset_heuristic
 
 __all__ = [  # the registry, and the types and helpers of `heuristic_types` that its users import from here
@@ -374,38 +375,6 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         "placement-parameter-from-callers", Effect.PLACEMENT, Group.CONVENTION,
         "a parameter of a private function (`_pack`, `self._pack`) lives where every call of it in its module, "
         "all of its references there, passes it: a leading underscore keeps its callers in that module",
-    ),
-)
-
-# How often hot code runs, in a serving engine: switched off, a site keeps being reported but claims "per step"
-# where it runs once per request (their evidence rows are per-request sites they make it claim truly).
-LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
-    Heuristic(
-        "hot-per-request-encoder", _HOT, Group.NAME,
-        "a serving engine runs its vision and audio encoders (`*Vision*`, `*ViT*`, `*AudioEncoder*` classes) once "
-        "per request with images or audio, not per decode step: their per-step names (`forward`) run per request",
-        ("*Vision*", "*ViT*", "*Vit[A-Z0-9_]*", "*Visual*", "*Siglip*", "*AudioEncoder*", "*SpeechEncoder*",
-         "*WhisperEncoder*", "*Resampler*"),
-        evidence=(
-            "sglang models/qwen3_vl.py:1013",
-            "sglang models/glm_image_vl.py:313",
-            "sglang models/moss_vl.py:447",
-            "vllm model_executor/models/isaac.py:86",
-        ),
-        # The language model of a vision or audio model (`Cohere2VisionForConditionalGeneration`) runs per step.
-        exceptions=("*ForConditionalGeneration*", "*ForCausalLM*", "*LLM*", "*LanguageModel*", "*TextModel*"),
-    ),
-    Heuristic(
-        "hot-per-request-loop", _HOT, Group.LOOP,
-        "a loop in code that runs once per request goes over that request's images, chunks or items, so it "
-        "repeats per request, not per step (a pipeline's `__call__`, whose loop is its denoising steps, aside)",
-        evidence=(
-            "sglang models/deepseek_v4.py:4814",
-            "sglang models/cohere2_vision.py:161",
-            "sglang models/mimo_audio.py:960",
-            "sglang models/muse_spark_omni.py:378",
-        ),
-        exceptions=("*Pipeline.__call__",),
     ),
 )
 

@@ -18,6 +18,7 @@ from h2dlint.facts.heuristics import (
     HOT_NAMES,
     LEVEL_HEURISTICS,
     Effect,
+    Group,
     Heuristic,
     configured_heuristic,
     name_patterns,
@@ -151,7 +152,8 @@ class Settings:
         only: a trainer runs its vision encoder every step, a diffusion pipeline its video denoiser."""
         if class_name is None or PRESETS[self.preset].hot is not None:
             return None
-        return next((h.id for h in LEVEL_HEURISTICS if self.enabled(h.id) and _is_class_of(h, class_name)), None)
+        classes = (h for h in LEVEL_HEURISTICS if h.group is Group.NAME and self.enabled(h.id))
+        return next((h.id for h in classes if _is_class_of(h, class_name)), None)
 
     def loops_repeat_per_request(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether the loops of function `name` (of `class_name`), which runs once per request, repeat per
@@ -160,6 +162,11 @@ class Settings:
         if PRESETS[self.preset].hot is not None or not self.enabled(PER_REQUEST_LOOP.id):
             return False
         return not _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
+
+    def multimodal_branches_per_request(self) -> bool:
+        """Whether a branch taken only with images, audio or video runs per request
+        (`hot-per-request-multimodal-branch`): serving defaults only, as a trainer takes them every step."""
+        return PRESETS[self.preset].hot is None and self.enabled("hot-per-request-multimodal-branch")
 
     def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
         return _matches_any(name, class_name, self.cold_functions)

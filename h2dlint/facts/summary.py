@@ -130,6 +130,8 @@ class CallRef:
     one_time: Optional[str] = None
     # under the guard of a memo keyed on a runtime value (`facts.memo`): reaches its callee per request
     per_miss: bool = False
+    # the line of a branch taken only with images, audio or video around the call: reaches its callee per request
+    multimodal_branch: Optional[int] = None
     # What the receiver of an ATTR or METHOD call is known to be: ("self", "a", "b") for `self.a.b.m()`;
     # ("Batch", "req") for `batch.req.m()` where `batch: Batch`; ("Batch()",) for `b.m()` after
     # `b = Batch(...)`, a class or a function whose return annotation names one ("self.make()" for a method).
@@ -205,6 +207,7 @@ class Site:
     # The id of the one-time guard around it (`if not hasattr(self, ...)`: `one-time-guard-hasattr`), if any
     one_time: Optional[str] = None
     per_miss: bool = False  # under the guard of a memo keyed on a runtime value: runs on each cache miss
+    multimodal_branch: Optional[int] = None  # the `if` taken only with images, audio or video around it
     fix: Optional[Fix] = None
     unfixable: Optional[str] = None  # why the rule's fix does not apply here
     placement: Tuple[str, ...] = ()  # where the tensors it reads live, and why (`facts.placement.explanation`)

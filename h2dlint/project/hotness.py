@@ -60,13 +60,18 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
 
 
 def _miss_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
-    """What hot code calls on the miss of a memo keyed on a runtime value: once per new key, per request."""
+    """What hot code calls on the miss of a memo keyed on a runtime value (once per new key), or only with
+    images, audio or video (in the prefill of the requests that bring them): per request."""
     roots = []
     for caller, found in list(heat.items()):
         if found.hot:
             origin = f"called on each cache miss in `{HERE}{caller[1]}`"
             root = Heat(True, origin, "on each cache miss", module=caller[0], level=PER_REQUEST)
             roots.extend((callee, root) for callee in graph.miss_callees(caller))
+            origin = f"called only with images, audio or video in `{HERE}{caller[1]}`"
+            root = Heat(True, origin, "with images, audio or video", module=caller[0], level=PER_REQUEST,
+                        heuristic="hot-per-request-multimodal-branch", loop_level=PER_REQUEST)
+            roots.extend((callee, root) for callee in graph.branch_callees(caller))
     return roots
 
 
@@ -340,5 +345,3 @@ def _loop_root(module: str, call: CallRef, level: str = PER_STEP) -> Heat:
     loop = f"in a loop at line {call.loop_line} of {where}"
     return Heat(True, f"called {loop}", loop, module=module, level=level, heuristic="hot-called-in-loop",
                 loop_level=level)
-
-

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from h2dlint.checker.call_graph import CallGraph, ModuleGraph
+from h2dlint.checker.call_graph import CallGraph, ModuleGraph, reaches_per_request
 from h2dlint.facts.heat import Key
 from h2dlint.facts.summary import CallKind, CallRef, FunctionInfo, ModuleSummary
 from h2dlint.project.module_names import absolute_import, components, suffix_index
@@ -86,6 +86,7 @@ class ProjectGraph(ReceiverClasses, CallGraph):
                     self._methods_by_name.setdefault(function.name, []).append((name, function.qualname))
         self._edges: Dict[Key, List[Key]] = {}
         self._miss_edges: Dict[Key, List[Key]] = {}
+        self._branch_edges: Dict[Key, List[Key]] = {}
         self._callers: Dict[Key, List[Tuple[Key, bool]]] = {}
         self._loop_calls: List[Tuple[str, CallRef, List[Key]]] = []
         self._resolved: Dict[Tuple[str, str, str, str, Optional[str], Optional[Tuple[str, ...]]], List[Key]] = {}
@@ -113,8 +114,9 @@ class ProjectGraph(ReceiverClasses, CallGraph):
             self._callers.setdefault(target, []).append(((module, call.caller), bool(call.one_time)))
         if not targets or call.one_time:
             return
-        if call.per_miss:
-            self._miss_edges.setdefault((module, call.caller), []).extend(targets)
+        if reaches_per_request(call):
+            edges = self._miss_edges if call.per_miss else self._branch_edges
+            edges.setdefault((module, call.caller), []).extend(targets)
             return
         self._edges.setdefault((module, call.caller), []).extend(targets)
         if call.loop_line is not None:
@@ -133,6 +135,9 @@ class ProjectGraph(ReceiverClasses, CallGraph):
 
     def miss_callees(self, caller: Key) -> List[Key]:
         return self._miss_edges.get(caller, [])
+
+    def branch_callees(self, caller: Key) -> List[Key]:
+        return self._branch_edges.get(caller, [])
 
     def callers(self) -> Dict[Key, List[Tuple[Key, bool]]]:
         return self._callers

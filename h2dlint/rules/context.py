@@ -63,6 +63,7 @@ class Context:
         self.captures: List[int] = []  # lines of the enclosing `with torch.cuda.graph(...)` blocks
         self.one_time_guards: List[str] = []  # the ids of the one-time guards around the node, innermost last
         self.per_miss_guards = 0  # how many guards of memos keyed on runtime values (`facts.memo`) enclose it
+        self.multimodal_branches: List[int] = []  # lines of the `if pixel_values is not None:` around it
         # Where tensors default to a device: "inside `with torch.device(...)` at line 9", innermost last.
         self.device_contexts: List[str] = []
         self.default_device: Optional[str] = None  # "after `torch.set_default_device(...)` at line 3"
@@ -153,6 +154,12 @@ class Context:
             if frame.kind is kind:
                 return frame
         return None
+
+    @property
+    def multimodal_branch(self) -> Optional[int]:
+        """The line of the innermost branch taken only with images, audio or video around the node
+        (`facts.multimodal_branches`), unless a one-time guard is nearer."""
+        return self.multimodal_branches[-1] if self.multimodal_branches and not self.one_time else None
 
     @property
     def per_miss(self) -> bool:

@@ -1,0 +1,60 @@
+"""The heuristics that say how often hot code runs in a serving engine (`LEVEL_HEURISTICS`): which of its
+per-step names, loops and branches run once per request instead. They never make code hot or cold, so a
+finding keeps its verdict without them; switched off, it claims "per step" where it runs once per request.
+Their evidence rows are per-request sites of `benchmarks/engine_labels.tsv` they make a finding claim truly;
+`benchmarks/level_claims.py` measures every claim against the labels. Part of the registry of
+`h2dlint.facts.heuristics`."""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+from h2dlint.facts.heuristic_types import Effect, Group, Heuristic
+
+_HOT = Effect.HOT
+
+LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
+    Heuristic(
+        "hot-per-request-encoder", _HOT, Group.NAME,
+        "a serving engine runs its vision and audio encoders (`*Vision*`, `*ViT*`, `*AudioEncoder*` classes) once "
+        "per request with images or audio, not per decode step: their per-step names (`forward`) run per request",
+        ("*Vision*", "*ViT*", "*Vit[A-Z0-9_]*", "*Visual*", "*Siglip*", "*AudioEncoder*", "*SpeechEncoder*",
+         "*WhisperEncoder*", "*Resampler*"),
+        evidence=(
+            "sglang models/qwen3_vl.py:1013",
+            "sglang models/glm_image_vl.py:313",
+            "sglang models/moss_vl.py:447",
+            "vllm model_executor/models/isaac.py:86",
+        ),
+        # The language model of a vision or audio model (`Cohere2VisionForConditionalGeneration`) runs per step.
+        exceptions=("*ForConditionalGeneration*", "*ForCausalLM*", "*LLM*", "*LanguageModel*", "*TextModel*"),
+    ),
+    Heuristic(
+        "hot-per-request-loop", _HOT, Group.LOOP,
+        "a loop in code that runs once per request goes over that request's images, chunks or items, so it "
+        "repeats per request, not per step (a pipeline's `__call__`, whose loop is its denoising steps, aside)",
+        evidence=(
+            "sglang models/deepseek_v4.py:4814",
+            "sglang models/cohere2_vision.py:161",
+            "sglang models/mimo_audio.py:960",
+            "sglang models/muse_spark_omni.py:378",
+        ),
+        exceptions=("*Pipeline.__call__",),
+    ),
+    Heuristic(
+        "hot-per-request-multimodal-branch", _HOT, Group.GUARD,
+        "a language model takes images, audio or video only in the prefill of the requests that bring them: "
+        "`if pixel_values is not None:` (or `len(images) > 0`, `need_vision.any()`) runs once per request",
+        # Locals only, named as the data itself: `*image*` would take in `image_token_id`, set every step.
+        ("pixel_values*", "image_input", "image_inputs", "images", "image_data", "image_embeds", "video_input",
+         "video_inputs", "videos", "video_data", "video_embeds", "audio_input", "audio_inputs", "audios",
+         "audio_data", "audio_embeds", "audio_features", "mm_inputs", "mm_data", "mm_items", "mm_features",
+         "mm_input_embeds", "multimodal_inputs", "multimodal_embeddings", "vision_embeddings", "need_vision"),
+        evidence=(
+            "lmdeploy pytorch/models/qwen2_5_vl.py:498",
+            "lmdeploy pytorch/models/internvl.py:614",
+            "sglang models/llava.py:234",
+            "lmdeploy pytorch/models/qwen2_vl.py:696",
+        ),
+    ),
+)
