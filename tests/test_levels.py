@@ -195,3 +195,26 @@ def test_each_presence_test_of_multimodal_input_is_a_multimodal_branch():
     for test in ("len(images) > 0", "need_vision.any()", "mm_inputs", "len(audio_features) != 0"):
         source = MULTIMODAL_FORWARD.replace("input_ids is not None and pixel_values is not None", test)
         assert {d.span.row: d.level for d in check_source(source, Settings())}[6] == "per-request", test
+
+
+def test_a_per_request_entry_point_a_step_calls_stays_per_request():
+    source = """\
+import torch
+
+class Model:
+    def forward(self, ids, dev):
+        return self.embed_multimodal(ids, dev)
+
+    def embed_multimodal(self, ids, dev):
+        return self.encode(ids, dev)
+
+    def encode(self, ids, dev):
+        return torch.tensor(ids, device=dev)
+"""
+    (finding,) = check_source(source, Settings())
+    assert finding.level == "per-request"
+    assert "called from `Model.embed_multimodal` (per request)" in finding.message
+    both = "return self.embed_multimodal(ids, dev), self.encode(ids, dev)"
+    shared = source.replace("return self.embed_multimodal(ids, dev)", both)
+    (finding,) = check_source(shared, Settings())
+    assert finding.level == "per-step" and "called from `Model.forward` (per step)" in finding.message

@@ -15,6 +15,12 @@ models call those from their forward passes), is called from a hot function (`se
 in a hot function. Hotness propagates along calls transitively; the shortest chain is kept, so messages can
 name it.
 
+How often hot code runs (`Heat.level`): per step, unless a root says per request (a per-request name, a
+serving engine's multimodal encoder, a memo's miss, a branch taken only with images; `facts.heuristic_levels`).
+Per-step roots spread first, so code that both a step and a request reach runs per step; but a per-step spread
+stops at a per-request entry point (`get_image_feature`, `embed_multimodal`), which per-step code calls only
+for the requests that bring images, and which spreads its own level.
+
 A site is hot when it is in a loop or comprehension body, or in a hot function, and not cold. A site that
 runs under CUDA-graph capture (inside a `with torch.cuda.graph(...)` block, or in a function of the module
 such a block calls, transitively: `with_capture_marks`) is capture, and HTD106 reports it instead. One under
@@ -51,10 +57,13 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
             if cold is not None:
                 heat[(module, qualname)] = cold
     _spread_cold_to_callees(graph, heat, settings)
-    roots = _hot_roots(graph, settings, heat)
-    # Per-step roots spread first: code that both a step and a request reach runs per step.
+    named, loops = _hot_roots(graph, settings, heat)
+    roots = named + loops
+    # Per-step roots spread first: code that both a step and a request reach runs per step. A per-request
+    # entry point (`get_image_feature`) stops them: per-step code calls it only for the request that needs it.
+    entry_points = {key for key, root in named if root.level == PER_REQUEST}
     for level in (PER_STEP, PER_REQUEST):
-        _spread_hot(graph, heat, [(key, root) for key, root in roots if root.level == level])
+        _spread_hot(graph, heat, [(key, root) for key, root in roots if root.level == level], entry_points)
     _spread_hot(graph, heat, _miss_roots(graph, heat))
     return heat
 
@@ -75,7 +84,10 @@ def _miss_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tuple[Key, Heat
     return roots
 
 
-def _spread_hot(graph: CallGraph, heat: Dict[Key, Heat], roots: List[Tuple[Key, Heat]]) -> None:
+def _spread_hot(
+    graph: CallGraph, heat: Dict[Key, Heat], roots: List[Tuple[Key, Heat]], stops: AbstractSet[Key] = frozenset()
+) -> None:
+    """Give each root's heat to what it calls, but to no function of `stops` (which are roots of their own)."""
     queue: Deque[Key] = deque()
     for key, root in roots:
         if key not in heat:
@@ -84,7 +96,7 @@ def _spread_hot(graph: CallGraph, heat: Dict[Key, Heat], roots: List[Tuple[Key, 
     while queue:
         caller = queue.popleft()
         for callee in graph.callees(caller):
-            if callee not in heat:
+            if callee not in heat and callee not in stops:
                 heat[callee] = heat[caller].called_from(caller)
                 queue.append(callee)
 
@@ -98,6 +110,7 @@ _NOT_READ = frozenset(
      (CallRef, "capture_line"), (ModuleSummary, "returns"), (ModuleSummary, "attribute_placements")}
 )
 MovedLoops = Dict[str, Heat]  # the tag of a loop root before an edit -> that root after it
+_Roots = List[Tuple[Key, Heat]]
 
 
 def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: AbstractSet[str]) -> Optional[MovedLoops]:
@@ -263,8 +276,8 @@ def _class_name(function: FunctionInfo) -> Optional[str]:
     return function.class_qualname.rsplit(".", 1)[-1] if function.class_qualname else None
 
 
-def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
-    """Functions hot for a reason of their own, then the functions called in loops. A loop in a per-step root
+def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> Tuple[_Roots, _Roots]:
+    """Functions hot for a reason of their own, and the functions called in loops. A loop in a per-step root
     adds nothing (what it calls is called from that root); a loop in a per-request root repeats as often as
     the root says its loops do (`Heat.loop_level`)."""
     on_miss = _only_called_on_a_miss(graph)
@@ -274,14 +287,14 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> L
     loop_levels = {key: root.loop_level for key, root in named}
     loops: List[Tuple[Key, Heat]] = []
     if not settings.enabled("hot-called-in-loop"):
-        return named
+        return named, loops
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
         root = _loop_root(module, call, loop_levels.get((module, call.caller), PER_STEP))
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)
-    return named + loops
+    return named, loops
 
 
 def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
