@@ -47,10 +47,16 @@ class CallGraph:
         raise NotImplementedError
 
 
-def reaches_per_request(call: CallRef) -> bool:
-    """Whether `call` reaches its callees once per request, not per step: on a memo's miss, or in a branch
-    taken only with multimodal input. Such calls are edges of their own (`miss_callees`, `branch_callees`)."""
-    return call.per_miss or call.multimodal_branch is not None
+Edges = Dict[Key, List[Key]]
+
+
+def edges_for(call: CallRef, edges: Edges, misses: Edges, branches: Edges) -> Edges:
+    """The table of a graph that `call` is an edge of: a call that reaches its callees once per request, not
+    per step, is an edge of its own (`miss_callees` on a memo's miss first, then `branch_callees` in a branch
+    taken only with multimodal input); any other, of `edges`."""
+    if call.per_miss:
+        return misses
+    return branches if call.multimodal_branch is not None else edges
 
 
 class ModuleGraph(CallGraph):
@@ -75,8 +81,7 @@ class ModuleGraph(CallGraph):
             self._targets = {call: self.resolve(call) for call in self._calls}
             for call, targets in self._targets.items():
                 if not call.one_time:
-                    edges = self._miss_edges if call.per_miss else self._edges
-                    edges = self._branch_edges if call.multimodal_branch is not None else edges
+                    edges = edges_for(call, self._edges, self._miss_edges, self._branch_edges)
                     edges.setdefault((self._module, call.caller), []).extend(targets)
                 for target in targets:
                     self._callers.setdefault(target, []).append(((self._module, call.caller), bool(call.one_time)))
@@ -97,7 +102,8 @@ class ModuleGraph(CallGraph):
         return [
             (self._module, c, targets[c])
             for c in self._calls
-            if c.loop_line is not None and not c.one_time and not reaches_per_request(c)
+            if c.loop_line is not None and not c.one_time
+            and edges_for(c, self._edges, self._miss_edges, self._branch_edges) is self._edges
         ]
 
     def callees(self, caller: Key) -> List[Key]:

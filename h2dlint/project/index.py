@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from h2dlint.checker.call_graph import CallGraph, ModuleGraph, reaches_per_request
+from h2dlint.checker.call_graph import CallGraph, ModuleGraph, edges_for
 from h2dlint.facts.heat import Key
 from h2dlint.facts.summary import CallKind, CallRef, FunctionInfo, ModuleSummary
 from h2dlint.project.module_names import absolute_import, components, suffix_index
@@ -114,12 +114,9 @@ class ProjectGraph(ReceiverClasses, CallGraph):
             self._callers.setdefault(target, []).append(((module, call.caller), bool(call.one_time)))
         if not targets or call.one_time:
             return
-        if reaches_per_request(call):
-            edges = self._miss_edges if call.per_miss else self._branch_edges
-            edges.setdefault((module, call.caller), []).extend(targets)
-            return
-        self._edges.setdefault((module, call.caller), []).extend(targets)
-        if call.loop_line is not None:
+        edges = edges_for(call, self._edges, self._miss_edges, self._branch_edges)
+        edges.setdefault((module, call.caller), []).extend(targets)
+        if call.loop_line is not None and edges is self._edges:
             self._loop_calls.append((module, call, targets))
 
     # --- CallGraph --------------------------------------------------------------------------------------------
