@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import write
 
 from h2dlint.facts.settings import Settings
@@ -185,16 +186,23 @@ def test_a_branch_taken_only_with_images_runs_once_per_request():
         }
 
 
-def test_a_config_flag_or_a_request_field_is_no_multimodal_branch():
-    for test in ("self.image_token_id is not None", "req.mm_inputs is not None", "pixel_values is None"):
-        source = MULTIMODAL_FORWARD.replace("input_ids is not None and pixel_values is not None", test)
-        assert {d.span.row: d.level for d in check_source(source, Settings())}[6] == "per-step", test
+# A presence test of a local named as multimodal data makes the branch per request; a config flag, a request's
+# field (set for its whole life) and an absence test do not.
+BRANCH_TESTS = [
+    ("len(images) > 0", "per-request"),
+    ("need_vision.any()", "per-request"),
+    ("mm_inputs", "per-request"),
+    ("len(audio_features) != 0", "per-request"),
+    ("self.image_token_id is not None", "per-step"),
+    ("req.mm_inputs is not None", "per-step"),
+    ("pixel_values is None", "per-step"),
+]
 
 
-def test_each_presence_test_of_multimodal_input_is_a_multimodal_branch():
-    for test in ("len(images) > 0", "need_vision.any()", "mm_inputs", "len(audio_features) != 0"):
-        source = MULTIMODAL_FORWARD.replace("input_ids is not None and pixel_values is not None", test)
-        assert {d.span.row: d.level for d in check_source(source, Settings())}[6] == "per-request", test
+@pytest.mark.parametrize("test, level", BRANCH_TESTS)
+def test_which_tests_make_a_multimodal_branch(test, level):
+    source = MULTIMODAL_FORWARD.replace("input_ids is not None and pixel_values is not None", test)
+    assert {d.span.row: d.level for d in check_source(source, Settings())}[6] == level
 
 
 def test_a_per_request_entry_point_a_step_calls_stays_per_request():
@@ -218,3 +226,30 @@ class Model:
     shared = source.replace("return self.embed_multimodal(ids, dev)", both)
     (finding,) = check_source(shared, Settings())
     assert finding.level == "per-step" and "called from `Model.forward` (per step)" in finding.message
+
+
+def test_a_call_on_a_miss_and_with_images_is_read_alike_by_the_file_and_the_project(tmp_path, run_cli):
+    source = """\
+import torch
+
+_CACHE = {}
+
+
+def _build(shape, dev):
+    return torch.tensor(shape, device=dev)
+
+
+def forward(shape, pixel_values, dev):
+    t = _CACHE.get(shape)
+    if t is None:
+        if pixel_values is not None:
+            t = _build(shape, dev)
+        _CACHE[shape] = t
+    return t
+"""
+    (alone,) = check_source(source, Settings())
+    assert alone.level == "per-request" and "called on each cache miss in `forward`" in alone.message
+    write(tmp_path, "memo.py", source)
+    code, out, _ = run_cli("check", "--output-format", "json", str(tmp_path))
+    (project,) = json.loads(out)
+    assert code == 1 and (project["level"], project["message"]) == (alone.level, alone.message)

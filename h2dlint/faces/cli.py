@@ -21,7 +21,7 @@ from h2dlint.faces.explain import explain_line, parse_location, project_folder
 from h2dlint.faces.output import FORMATS
 from h2dlint.faces.trace import add_trace_command
 from h2dlint.facts.heat import LEVELS
-from h2dlint.facts.heuristics import BY_ID, HEURISTICS, LEVEL_HEURISTICS, Group
+from h2dlint.facts.heuristics import BY_ID, HEURISTICS, PER_REQUEST_CLASSES
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.presets import PRESETS
 from h2dlint.facts.settings import UsageError, unknown_heuristic_text
@@ -132,8 +132,7 @@ def run_heuristics(args: argparse.Namespace) -> int:
         raise UsageError(unknown_heuristic_text(args.id))
     print(f"{found.id} ({found.effect.value}, {found.group.value}): {found.rationale}")
     if found.patterns:
-        is_class = found in LEVEL_HEURISTICS and found.group is Group.NAME
-        print(f"{'class names' if is_class else 'names'}: {', '.join(found.patterns)}")
+        print(f"{'class names' if found in PER_REQUEST_CLASSES else 'names'}: {', '.join(found.patterns)}")
     if found.exceptions:
         print(f"except: {', '.join(found.exceptions)}")
     for row in found.evidence:

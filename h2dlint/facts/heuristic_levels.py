@@ -58,3 +58,6 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         ),
     ),
 )
+
+# The ones that say it of a class's per-step names (`Settings.per_request_class_heuristic`).
+PER_REQUEST_CLASSES: Tuple[Heuristic, ...] = tuple(h for h in LEVEL_HEURISTICS if h.group is Group.NAME)

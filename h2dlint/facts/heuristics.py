@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Tuple
 
-from h2dlint.facts.heuristic_levels import LEVEL_HEURISTICS
+from h2dlint.facts.heuristic_levels import LEVEL_HEURISTICS, PER_REQUEST_CLASSES
 from h2dlint.facts.heuristic_types import Effect, Group, Heuristic, name_patterns, preset_heuristic
 
 __all__ = [  # the registry, and the types and helpers of `heuristic_types` that its users import from here
     "ALL_IDS", "BY_ID", "COLD_NAMES", "CONFIGURED_NAMES", "HEURISTICS", "HOT_NAMES", "LEVEL_HEURISTICS",
-    "PLACEMENT_CONVENTIONS", "STRUCTURAL", "Effect", "Group", "Heuristic", "configured_heuristic", "name_patterns",
+    "PER_REQUEST_CLASSES", "PLACEMENT_CONVENTIONS", "STRUCTURAL", "Effect", "Group", "Heuristic", "configured_heuristic", "name_patterns",
     "preset_heuristic", "unknown_ids",
 ]
 

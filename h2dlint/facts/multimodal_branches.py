@@ -16,14 +16,14 @@ import ast
 import fnmatch
 from typing import Optional
 
-from h2dlint.facts.heuristic_levels import LEVEL_HEURISTICS
+from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.syntax import is_none
 
 HEURISTIC = "hot-per-request-multimodal-branch"
 # The local names (parameters, variables) bound only with new images, audio or video: exact names mostly, as
 # `*image*` would take in config flags set every step. Attributes are left out: a request's `req.mm_inputs`
 # stays set for every step of its life.
-MULTIMODAL_INPUTS = next(h.patterns for h in LEVEL_HEURISTICS if h.id == HEURISTIC)
+MULTIMODAL_INPUTS = BY_ID[HEURISTIC].patterns
 
 
 def tests_multimodal_presence(test: ast.expr) -> bool:

@@ -16,9 +16,9 @@ from h2dlint.facts.allowed_syncs import DEFAULT_SYNC_ALLOWED_CONTEXTS
 from h2dlint.facts.heuristics import (
     COLD_NAMES,
     HOT_NAMES,
-    LEVEL_HEURISTICS,
+    BY_ID,
+    PER_REQUEST_CLASSES,
     Effect,
-    Group,
     Heuristic,
     configured_heuristic,
     name_patterns,
@@ -33,7 +33,7 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_p
 
 NameTable = Tuple[Tuple[str, str], ...]  # (glob, the id of the heuristic it belongs to), in matching order
 
-PER_REQUEST_LOOP = next(h for h in LEVEL_HEURISTICS if h.id == "hot-per-request-loop")
+PER_REQUEST_LOOP = BY_ID["hot-per-request-loop"]
 
 # Entry points that run once per request, not per step: a hot name matching one of these is per-request.
 # The loops inside them (a pipeline's denoising loop) are per step all the same (see `facts.heat.site_level`).
@@ -150,23 +150,28 @@ class Settings:
         """The id of the heuristic that says the per-step names of class `class_name` run once per request
         (`facts.heuristics.LEVEL_HEURISTICS`: serving's multimodal encoders), or None. The serving defaults
         only: a trainer runs its vision encoder every step, a diffusion pipeline its video denoiser."""
-        if class_name is None or PRESETS[self.preset].hot is not None:
+        if class_name is None:
             return None
-        classes = (h for h in LEVEL_HEURISTICS if h.group is Group.NAME and self.enabled(h.id))
+        classes = (h for h in PER_REQUEST_CLASSES if self._serving_level(h.id))
         return next((h.id for h in classes if _is_class_of(h, class_name)), None)
 
     def loops_repeat_per_request(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether the loops of function `name` (of `class_name`), which runs once per request, repeat per
         request (`hot-per-request-loop`), not per step: serving defaults only, as a pipeline's loop and a
         modular diffusion block's are its steps."""
-        if PRESETS[self.preset].hot is not None or not self.enabled(PER_REQUEST_LOOP.id):
+        if not self._serving_level(PER_REQUEST_LOOP.id):
             return False
         return not _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
 
     def multimodal_branches_per_request(self) -> bool:
         """Whether a branch taken only with images, audio or video runs per request
         (`hot-per-request-multimodal-branch`): serving defaults only, as a trainer takes them every step."""
-        return PRESETS[self.preset].hot is None and self.enabled("hot-per-request-multimodal-branch")
+        return self._serving_level("hot-per-request-multimodal-branch")
+
+    def _serving_level(self, heuristic: str) -> bool:
+        """Whether the level heuristic `heuristic` applies: switched on, and the preset keeps serving's names
+        (`facts.heuristic_levels` speaks of serving engines only)."""
+        return PRESETS[self.preset].hot is None and self.enabled(heuristic)
 
     def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
         return _matches_any(name, class_name, self.cold_functions)

@@ -64,23 +64,27 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
     entry_points = {key for key, root in named if root.level == PER_REQUEST}
     for level in (PER_STEP, PER_REQUEST):
         _spread_hot(graph, heat, [(key, root) for key, root in roots if root.level == level], entry_points)
-    _spread_hot(graph, heat, _miss_roots(graph, heat))
+    _spread_hot(graph, heat, _per_request_call_roots(graph, heat))
     return heat
 
 
-def _miss_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
+def _per_request_call_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
     """What hot code calls on the miss of a memo keyed on a runtime value (once per new key), or only with
     images, audio or video (in the prefill of the requests that bring them): per request."""
     roots = []
     for caller, found in list(heat.items()):
-        if found.hot:
+        if not found.hot:
+            continue
+        misses, branches = graph.miss_callees(caller), graph.branch_callees(caller)
+        if misses:
             origin = f"called on each cache miss in `{HERE}{caller[1]}`"
             root = Heat(True, origin, "on each cache miss", module=caller[0], level=PER_REQUEST)
-            roots.extend((callee, root) for callee in graph.miss_callees(caller))
+            roots.extend((callee, root) for callee in misses)
+        if branches:
             origin = f"called only with images, audio or video in `{HERE}{caller[1]}`"
             root = Heat(True, origin, "with images, audio or video", module=caller[0], level=PER_REQUEST,
                         heuristic="hot-per-request-multimodal-branch", loop_level=PER_REQUEST)
-            roots.extend((callee, root) for callee in graph.branch_callees(caller))
+            roots.extend((callee, root) for callee in branches)
     return roots
 
 
@@ -335,10 +339,11 @@ def _hot_root(function: FunctionInfo, summary: ModuleSummary, module: str, setti
 def _named_root(function: FunctionInfo, module: str, settings: Settings, heuristic: str) -> Heat:
     qualname = function.qualname
     class_name = _class_name(function)
-    by_class = settings.per_request_class_heuristic(class_name)
-    if settings.is_per_request_name(function.name, class_name) or by_class is not None:
+    by_name = settings.is_per_request_name(function.name, class_name)
+    by_class = None if by_name else settings.per_request_class_heuristic(class_name)
+    if by_name or by_class is not None:
         origin = f"`{HERE}{qualname}` runs once per request"
-        if by_class is not None and not settings.is_per_request_name(function.name, class_name):
+        if by_class is not None:
             origin, heuristic = f"{origin} (a multimodal encoder)", by_class
         loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
         return Heat(
