@@ -541,9 +541,12 @@ def test_on_cuda_the_copy_is_on_the_current_stream():
     # The default stream is kept busy; the copy and its reader run on a side stream. Had the copy gone to the
     # default stream, the side stream's sum would read memory not yet written.
     side = torch.cuda.Stream()
-    # A pinned block of a new size comes from cudaHostAlloc, which synchronises the whole device; allocate this
-    # size once first, so that the copy below is served from the caching host allocator as in steady state.
-    h2d_tensor([7] * 64, device="cuda")
+    # Run the whole sequence once first, so that the timed one is in steady state: a pinned block of a new size
+    # comes from cudaHostAlloc, and the first launch of a kernel loads its module lazily; both synchronise the
+    # whole device (on an H200 with torch 2.11 the first `.sum()` on the side stream waited for the default one).
+    # Other values than the timed copy's, so that a block the caching allocator hands back holds no 7s.
+    with torch.cuda.stream(side):
+        h2d_tensor([0] * 64, device="cuda").sum()
     torch.cuda.synchronize()
     torch.cuda._sleep(1_000_000_000)  # about 0.5 s at 2 GHz
     with torch.cuda.stream(side):
