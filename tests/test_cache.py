@@ -205,6 +205,22 @@ def test_a_moved_loop_of_per_request_code_keeps_its_level(tmp_path, run_cli, pro
     assert same_as_without_cache(run_cli, package, "--output-format", "concise") == (code, out, "")
 
 
+def test_a_moved_loop_keeps_saying_it_repeats_per_request(tmp_path, run_cli, propagations):
+    package = tmp_path / "loop"
+    package.mkdir()
+    (package / "lib.py").write_text(LIB)
+    # `main` runs only because the per-request `get_image_feature` calls it: its loop repeats per request
+    caller = LOOP_CALLER + "\n\ndef get_image_feature(dev):\n    return main(dev)\n"
+    (package / "main.py").write_text(caller)
+    concise = ("check", "--output-format", "concise", str(package))
+    assert "line 4 of `loop.main.main` (per request)" in run_cli(*concise)[1]
+    edit(package / "main.py", "def main(dev):\n", "def main(dev):\n    dev = dev\n")
+    code, out, _ = run_cli(*concise)
+    assert propagations["runs"] == 1 and code == 1, out  # the heat reused, the loop moved
+    assert "line 5 of `loop.main.main` (per request)" in out
+    assert same_as_without_cache(run_cli, package, *concise[1:3]) == (code, out, "")
+
+
 def test_a_deleted_file_takes_its_heat_with_it(project, run_cli):
     assert run_cli("check", str(project))[0] == 1
     (project / "caller.py").unlink()

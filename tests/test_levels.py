@@ -158,6 +158,41 @@ class Model:
         assert {d.span.row: d.level for d in check_source(source, settings)} == {5: "per-step", 11: "per-step"}
 
 
+def test_a_loop_in_a_function_only_per_request_code_reaches_repeats_per_request():
+    source = """\
+import torch
+
+class Processor:
+    def get_image_feature(self, images, dev):
+        return self.tokenize_with_images(images, dev)
+
+    def tokenize_with_images(self, images, dev):
+        for image in images:
+            self.pad(image, dev)
+
+    def pad(self, image, dev):
+        return torch.tensor(image, device=dev)
+
+def forward(batch, dev):
+    for req in batch:
+        leaf(req, dev)
+
+def leaf(req, dev):
+    return torch.tensor(req, device=dev)
+"""
+    found = {d.span.row: d for d in check_source(source, Settings())}
+    assert {row: d.level for row, d in found.items()} == {12: "per-request", 19: "per-step"}
+    assert "called in a loop at line 8 of `Processor.tokenize_with_images` (per request)" in found[12].message
+    stepped = source.replace("return self.tokenize_with_images(images, dev)", "pass") + (
+        "\n\ndef forward_step(proc, images, dev):\n    return proc.tokenize_with_images(images, dev)\n"
+    )
+    found = {d.span.row: d for d in check_source(stepped, Settings())}
+    assert found[12].level == "per-step"  # a loop in code that no per-request root reaches stays per step
+    assert "(per request)" not in found[12].message
+    for settings in (Settings(preset="diffusion"), Settings(disable_heuristics=("hot-per-request-loop",))):
+        assert check_source(source, settings)[0].level == "per-step"
+
+
 MULTIMODAL_FORWARD = """\
 import torch
 

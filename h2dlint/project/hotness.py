@@ -58,14 +58,18 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
                 heat[(module, qualname)] = cold
     _spread_cold_to_callees(graph, heat, settings)
     named, loops = _hot_roots(graph, settings, heat)
-    roots = named + loops
-    # Per-step roots spread first: code that both a step and a request reach runs per step. A per-request
-    # entry point (`get_image_feature`) stops them: per-step code calls it only for the request that needs it.
+    _spread_roots(graph, heat, named, named + loops)
+    return heat
+
+
+def _spread_roots(graph: CallGraph, heat: Dict[Key, Heat], named: _Roots, roots: _Roots) -> None:
+    """Give out the heat of `roots`, of which `named` are hot for a reason of their own. Per-step roots spread
+    first: code that both a step and a request reach runs per step. A per-request entry point
+    (`get_image_feature`) stops them: per-step code calls it only for the request that needs it."""
     entry_points = {key for key, root in named if root.level == PER_REQUEST}
     for level in (PER_STEP, PER_REQUEST):
         _spread_hot(graph, heat, [(key, root) for key, root in roots if root.level == level], entry_points)
     _spread_hot(graph, heat, _per_request_call_roots(graph, heat))
-    return heat
 
 
 def _per_request_call_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
@@ -133,9 +137,23 @@ def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: Abst
 
 
 def with_moved_loops(heat: Heat, moved: Dict[str, MovedLoops]) -> Heat:
-    """`heat` after edits that moved loop roots, by module (see `moved_loops`)."""
-    root = moved.get(heat.module, {}).get(heat.tag)
-    return heat if root is None else replace(heat, origin=root.origin, tag=root.tag)
+    """`heat` after edits that moved loop roots, by module (see `moved_loops`); a root's tag may go on to
+    say how often its loop repeats (`_loop_root`'s `how_often`), which the edit keeps."""
+    root = moved_root(heat, moved)
+    if root is None:
+        return heat
+    how_often = heat.tag[len(_loop_tag(heat.tag)):]
+    return replace(heat, origin=root.origin + how_often, tag=root.tag + how_often)
+
+
+def moved_root(heat: Heat, moved: Dict[str, MovedLoops]) -> Optional[Heat]:
+    """The loop root that `heat` names after the edits of `moved`, or None when its loop did not move."""
+    return moved.get(heat.module, {}).get(_loop_tag(heat.tag))
+
+
+def _loop_tag(tag: str) -> str:
+    """A loop root's tag without what it may say of how often the loop repeats."""
+    return tag.partition(" (")[0]
 
 
 def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef]:
@@ -289,16 +307,31 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
     # As heat is given out in this order: a loop in a function already hot per step adds nothing.
     taken = {key for key, root in named if root.level == PER_STEP}
     loop_levels = {key: root.loop_level for key, root in named}
+    reached = _reached_per_request(graph, cold, named)
     loops: List[Tuple[Key, Heat]] = []
     if not settings.enabled("hot-called-in-loop"):
         return named, loops
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
-        root = _loop_root(module, call, loop_levels.get((module, call.caller), PER_STEP))
+        caller = (module, call.caller)
+        if caller in loop_levels or caller not in reached:
+            root = _loop_root(module, call, loop_levels.get(caller, PER_STEP))
+        else:
+            root = _loop_root(module, call, PER_REQUEST, f" ({reached[caller].tag})")
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)
     return named, loops
+
+
+def _reached_per_request(graph: CallGraph, cold: Dict[Key, Heat], named: _Roots) -> Dict[Key, Heat]:
+    """The functions whose loops repeat per request, as far as the `named` roots alone tell: those that only
+    per-request code reaches, such as a processor's `tokenize_with_images` (`hot-per-request-loop`). Their
+    loops go over one request's items; without this, a call in such a loop would claim per step. A function
+    that no named root reaches keeps its loops per step."""
+    trial = dict(cold)
+    _spread_roots(graph, trial, named, named)
+    return {key: found for key, found in trial.items() if found.hot and found.loop_level == PER_REQUEST}
 
 
 def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
@@ -356,10 +389,10 @@ def _hot(origin: str, tag: str, module: str, heuristic: str) -> Heat:
     return Heat(True, origin, tag, module=module, heuristic=heuristic)
 
 
-def _loop_root(module: str, call: CallRef, level: str = PER_STEP) -> Heat:
+def _loop_root(module: str, call: CallRef, level: str = PER_STEP, how_often: str = "") -> Heat:
     """The heat a call in a loop gives the functions it reaches; `level` is how often the caller's loops
-    repeat."""
+    repeat, and `how_often` says so where the caller's name does not ("(per request)")."""
     where = "module level" if call.caller == MODULE else f"`{HERE}{call.caller}`"
-    loop = f"in a loop at line {call.loop_line} of {where}"
+    loop = f"in a loop at line {call.loop_line} of {where}{how_often}"
     return Heat(True, f"called {loop}", loop, module=module, level=level, heuristic="hot-called-in-loop",
                 loop_level=level)

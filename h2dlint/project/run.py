@@ -31,7 +31,7 @@ from h2dlint.project.confirmed import with_observed_syncs
 from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.fingerprints import content_keys, fingerprint, layout_key, same_stat, unchanged_since
 from h2dlint.project.findings import FileResult, diagnostics
-from h2dlint.project.hotness import MovedLoops, moved_loops, propagate, with_moved_loops
+from h2dlint.project.hotness import MovedLoops, moved_loops, moved_root, propagate, with_moved_loops
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_names import module_names
 from h2dlint.project.observed import observe
@@ -281,7 +281,7 @@ def _move_loops(
     functions to `files`; False when one of their summaries is no longer in the cache."""
     paths = {os.path.abspath(c.path): c.path for c in candidates if c.error is None}
     for full, (module, file_heat) in heat.items():
-        if not any(h.tag in moved.get(h.module, ()) for h in file_heat.values()):
+        if not any(moved_root(h, moved) is not None for h in file_heat.values()):
             continue
         heat[full] = (module, {q: with_moved_loops(h, moved) for q, h in file_heat.items()})
         path = paths[full]
