@@ -263,6 +263,30 @@ class Model:
     assert finding.level == "per-step" and "called from `Model.forward` (per step)" in finding.message
 
 
+def test_a_per_request_entry_point_called_in_a_loop_stays_per_request():
+    source = """\
+import torch
+
+def embed_multimodal(ids, dev):
+    return encode(ids, dev)
+
+def encode(ids, dev):
+    return torch.tensor(ids, device=dev)
+
+def measure_widths(items, dev):
+    for ids in items:
+        embed_multimodal(ids, dev)
+        encode(ids, dev)
+"""
+    (finding,) = check_source(source, Settings())
+    # `encode` is also called in the loop itself, which still makes it per step
+    assert finding.level == "per-step" and "called in a loop at line 10" in finding.message
+    alone = source.replace("        encode(ids, dev)\n", "")
+    (finding,) = check_source(alone, Settings())
+    assert finding.level == "per-request"
+    assert "called from `embed_multimodal` (per request)" in finding.message
+
+
 def test_a_call_on_a_miss_and_with_images_is_read_alike_by_the_file_and_the_project(tmp_path, run_cli):
     source = """\
 import torch

@@ -306,6 +306,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
     named = [(key, root) for key, root in _named_roots(graph, settings) if key not in cold and key not in on_miss]
     # As heat is given out in this order: a loop in a function already hot per step adds nothing.
     taken = {key for key, root in named if root.level == PER_STEP}
+    # A per-request entry point (`embed_multimodal`) called in a loop keeps its own level, as it does when
+    # per-step code calls it (`_spread_roots`): the loop calls it only for the items that need it.
+    entry_points = {key for key, root in named if root.level == PER_REQUEST}
     loop_levels = {key: root.loop_level for key, root in named}
     reached = _reached_per_request(graph, cold, named)
     loops: List[Tuple[Key, Heat]] = []
@@ -319,6 +322,7 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
             root = _loop_root(module, call, loop_levels.get(caller, PER_STEP))
         else:
             root = _loop_root(module, call, PER_REQUEST, f" ({reached[caller].tag})")
+        targets = [callee for callee in targets if callee not in entry_points]
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)
     return named, loops
