@@ -4,7 +4,8 @@ project's own globs (`host-tensors`, `accelerator-tensors`).
 A glob matches the expression as written (`self.seq_lens`, for the project's globs) or its last name
 (`seq_lens_cpu` in `batch.seq_lens_cpu[:n]`). A name says the host without saying which memory: a host
 mirror may be pinned. A tensor whose `<name>_cpu` or `<name>_host` sibling is in sight (a name or attribute of
-the same function, or an attribute of the class) is the device copy that the mirror shadows.
+the same function, or an attribute of the class) is the device copy that the mirror shadows, except in a
+function that makes the mirror of that very tensor (`self.lens_cpu = lens`): there it is the host data.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.syntax import last_name
+from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 
 HOST_NAMES = "placement-name-host"
 DEVICE_NAMES = "placement-name-device"
@@ -96,6 +98,44 @@ def _is_word(char: str) -> bool:
 def mirror_of(name: str, known: FrozenSet[str]) -> Optional[str]:
     """`<name>_cpu` (or `_host`) when that name is in `known`: the host mirror of the tensor `name`."""
     return next((name + suffix for suffix in MIRROR_SUFFIXES if name + suffix in known), None)
+
+
+def mirrors_of_their_own_tensor(function: ast.AST) -> FrozenSet[str]:
+    """The mirrors that `function` binds to the data of the tensor they are named after (`self.lens_cpu = lens`,
+    `lens_cpu = list(lens[:n])`): there `lens` is the host data the mirror keeps, not the device copy it shadows.
+    A mirror made by a copy (`lens_cpu = lens.cpu()`, `.tolist()`) is not among them."""
+    found = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        source = _same_data(value)
+        for target in targets if source is not None else ():
+            if isinstance(target, (ast.Name, ast.Attribute)) and mirror_of(source, frozenset([last_name(target)])):
+                found.add(last_name(target))
+    return frozenset(found)
+
+
+def _same_data(value: ast.expr) -> Optional[str]:
+    """The name of the tensor (or list) whose data `value` holds where it is: `lens`, `lens[:n]`, `list(lens)`,
+    `lens.clone()`; None for anything else, a copy to another device included."""
+    while True:
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        elif isinstance(value, ast.Call) and _keeps_data_in_place(value):
+            value = value.args[0] if isinstance(value.func, ast.Name) else value.func.value  # type: ignore[attr-defined]
+        else:
+            return last_name(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+
+
+def _keeps_data_in_place(call: ast.Call) -> bool:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in ("list", "tuple") and len(call.args) == 1 and not call.keywords
+    return isinstance(func, ast.Attribute) and (func.attr in VIEW_METHODS or func.attr in SAME_PLACE_METHODS)
 
 
 def _first(written: str, name: str, table: Tuple[Tuple[str, ...], str]) -> Optional[Tuple[str, str]]:

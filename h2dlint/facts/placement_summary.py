@@ -21,7 +21,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.placement import PlacementScope, placement_of
 from h2dlint.facts.placement_callers import CallerArguments
-from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of
+from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of, mirrors_of_their_own_tensor
 from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
     exported,
@@ -368,7 +368,8 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         return self._mirrors is None or any(name + suffix in self._mirrors for suffix in MIRROR_SUFFIXES)
 
     def _names_in(self, class_name: Optional[str], function: Optional[FunctionNode]) -> FrozenSet[str]:
-        """The names and attribute names used in `function`, and the attributes its class assigns."""
+        """The names and attribute names used in `function`, and the attributes its class assigns, less the
+        mirrors it makes of their own tensor (`self.lens_cpu = lens` leaves `lens` no device copy to be)."""
         key = id(function)
         if self._mirrors is not None and not self._mirrors:
             return frozenset()
@@ -381,7 +382,8 @@ class ModulePlacements(TypedReceivers, CallerArguments):
                     used.add(node.attr)
             if class_name in self._classes:
                 used.update(self._assignments_of(class_name))  # type: ignore[arg-type]
-            self._known_names[key] = frozenset(used)
+            own = mirrors_of_their_own_tensor(function) if function is not None else frozenset()
+            self._known_names[key] = frozenset(used) - own
         return self._known_names[key]
 
 

@@ -90,6 +90,15 @@ class DeviceValueRead(DeviceToHostRule):
                 query_lens = query_start_loc[1:] - query_start_loc[:-1]
                 return query_lens[0].item() > threshold
             """),
+        # The data a function stores as its own host mirror is that host data, not the device copy.
+        Valid("""
+            import torch
+
+            class Batch:
+                def prepare_for_decode(self, seq_lens):
+                    self.seq_lens_cpu = seq_lens
+                    return seq_lens.tolist()
+            """),
         # The `else` of a test that the tensor is not on the CPU is on the host: no sync.
         Valid("""
             import torch
