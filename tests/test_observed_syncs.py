@@ -52,6 +52,52 @@ def test_syncs_confirm_a_finding_and_unexplained_ones_are_htd301(tmp_path, run_c
     assert "HTD301" not in out and "Confirmed" in out
 
 
+SETUP_AND_DRIVER = """\
+import torch
+
+
+class Model:
+    def __init__(self, dev):
+        self.table = torch.randn(4, device=dev).tolist()
+
+    def warmup(self, sizes):
+        for size in sizes:
+            torch.zeros(size).sum().item()
+
+
+def decode_step(logits):
+    return logits.argmax(-1).tolist()
+
+
+def main(model, logits):
+    first = logits.sum().item()
+    for _ in range(30):
+        logits.max().item()
+    return first
+"""
+
+
+def test_htd301_stays_quiet_on_one_time_syncs_and_claims_what_the_run_showed(tmp_path, run_cli):
+    program = write(tmp_path, "prog.py", SETUP_AND_DRIVER)
+    document = {
+        "format": "h2dlint-trace", "version": 1, "root": str(tmp_path),
+        "files": {program.name: digest(program.read_bytes())},
+        "functions": [["prog.py", "Model.__init__", 5, 1], ["prog.py", "Model.warmup", 8, 1],
+                      ["prog.py", "decode_step", 13, 30], ["prog.py", "main", 17, 1]],
+        "syncs": [{"path": "prog.py", "line": line, "kind": "sync", "count": count}
+                  for line, count in ((6, 1), (10, 12), (14, 30), (18, 1), (20, 30))],
+    }
+    profile = write(tmp_path, "trace.json", json.dumps(document))
+    _, out, _ = run_cli("check", str(program), "--profile", str(profile), "--output-format", "json")
+    levels = {e["location"]["row"]: e["level"] for e in json.loads(out) if e["code"] == "HTD301"}
+    # the constructor and the warmup (cold by name, whatever its loop) are one-time; `main` ran once, so only
+    # its loop repeats, at a frequency the run alone tells
+    assert levels == {14: "per-step", 20: "observed-hot"}
+    _, out, _ = run_cli("check", str(program), "--profile", str(profile), "--min-level", "per-step",
+                        "--output-format", "json")
+    assert {e["location"]["row"] for e in json.loads(out) if e["code"] == "HTD301"} == {14}
+
+
 def test_without_a_profile_nothing_is_confirmed_and_htd301_never_fires(tmp_path, run_cli):
     program = write(tmp_path, "prog.py", PROGRAM)
     _, out, _ = run_cli("check", str(program), "--output-format", "json")

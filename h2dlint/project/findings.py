@@ -133,9 +133,10 @@ def check_source_with_heat(
         if path is not None and settings.profile:  # a traced run's counts, for the file alone
             observed = observe({("", q): h for q, h in heat.items()}, {"": (path, summary)}, settings)
             heat = {qualname: h for (_, qualname), h in observed.items()}
-            from h2dlint.project.confirmed import with_observed_syncs  # it builds on this module's records
+            from h2dlint.project.confirmed import heat_by_line, with_observed_syncs  # built on this module
 
-            return with_observed_syncs(path, diagnostics(file, heat, min_level=settings.min_level), settings)
+            found = diagnostics(file, heat, min_level=settings.min_level)
+            return with_observed_syncs(path, found, settings, heat_by_line(summary, heat))
         return diagnostics(file, heat, min_level=settings.min_level)
     module, project_heat = known
     heat = {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary, module), settings).items()}

@@ -27,7 +27,7 @@ from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
 from h2dlint.facts.summary import ModuleSummary
 from h2dlint.project.cache import Cache, LastRun, Stat, content_key, default_cache_root, file_stat
-from h2dlint.project.confirmed import with_observed_syncs
+from h2dlint.project.confirmed import heat_by_line, with_observed_syncs
 from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.fingerprints import content_keys, fingerprint, layout_key, same_stat, unchanged_since
 from h2dlint.project.findings import FileResult, diagnostics
@@ -180,9 +180,10 @@ def analyse(
             continue
         module = modules[candidate.path]
         file = resolved[candidate.path] = links.resolved(outcome[2], module)
-        found = diagnostics(file, file_heat(heat, module, file), module, settings.min_level)
+        functions_heat = file_heat(heat, module, file)
+        found = diagnostics(file, functions_heat, module, settings.min_level)
         if settings.profile:
-            found = with_observed_syncs(candidate.path, found, settings)
+            found = with_observed_syncs(candidate.path, found, settings, heat_by_line(file.summary, functions_heat))
         results.append(FileResult(candidate.path, found, file.error))
     return ProjectRun(results, resolved, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
 

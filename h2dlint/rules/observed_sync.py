@@ -17,7 +17,10 @@ class ObservedSync(Rule):
         Reports, from a traced run's records (`h2dlint trace` on a machine with CUDA, then
         `h2dlint check --profile FILE`), each project line where the run synchronised with the GPU (what
         `torch.cuda.set_sync_debug_mode("warn")` reports, and non-blocking copies from pageable memory)
-        that no other rule reports. Nothing in the source alone triggers it.
+        that no other rule reports, where that line runs hot: in a hot function, at its level; elsewhere only
+        when the run saw the line sync at least `profile-min-calls` times (a loop in a function that ran once,
+        or at module level), as "observed-hot". Syncs in one-time code (a constructor, a warmup, a function
+        the run saw run once) stay quiet. Nothing in the source alone triggers it.
     """
     why_bad = """
         Each synchronisation stalls the host until the GPU has drained its queue, so the next kernels are
