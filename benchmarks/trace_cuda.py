@@ -7,7 +7,8 @@ tracer records `set_sync_debug_mode("warn")` warnings and pageable non-blocking 
 h2dlint/trace_syncs.py), then `h2dlint check --profile` on it, and prints one row per finding: its place,
 code, level, and how many syncs the run saw there ("-" for none), then the HTD301 rows (syncs no rule
 explains). Expected on the reference: HTD101 at eagle_info.py:19 and HTD104 at schedule_batch.py:58, both
-confirmed (about one sync per decode step of their batch). Exit status: 0 done, 1 a step failed, 2 no CUDA.
+confirmed (about one sync per decode step of their batch), and one HTD301 row, run_decode.py:59 (the driver's
+per-step `.tolist()`); the one-time syncs of constructors and warmup are not reported. Exit status: 0 done, 1 a step failed, 2 no CUDA.
 """
 
 from __future__ import annotations
