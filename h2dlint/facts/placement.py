@@ -75,7 +75,7 @@ class PlacementScope:
     typed_attribute: Callable[[ast.Attribute, int], Placement] = lambda expr, depth: UNKNOWN
     returned: Callable[[ast.Call, int], Placement] = lambda call, depth: UNKNOWN  # what a call of ours returns
     convention: Callable[[ast.expr], Placement] = lambda expr: UNKNOWN  # what the names say
-    appended: Callable[[str], Tuple[ast.expr, ...]] = lambda name: ()  # `name.append(x)` in this function: each x
+    appended: Callable[[str], Tuple[ast.expr, ...]] = lambda name: ()  # `name.append(x)`, `name[i] = x` here: each x
     # What a branch's test says of this name or attribute here (`x.is_cuda`: facts.placement_regions), or None.
     tested: Callable[[ast.expr], Optional[Placement]] = lambda expr: None
     # Where the calls of this function pass its parameter `name` (`facts.placement_callers`).
@@ -155,10 +155,10 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
         if scope.names.is_stable_parameter(use.id):  # `def _pack(lens)`: where its callers pass it
             return scope.passed(use.id, depth + 1)
         return _one_of_bindings(use, scope, depth)
-    if _is_empty_list(value):  # `ids = []` then `ids.append(x)`: where every item lives
-        items = scope.appended(use.id)
+    if _is_unfilled_list(value):  # `ids = []` then `ids.append(x)`, `[None] * n` then `ids[i] = x`: where
+        items = scope.appended(use.id)  # every item lives
         found = agree_all(placement_of(item, scope, depth + 1) for item in items) if items else UNKNOWN
-        return found.via(f"line {value.lineno}: `{use.id} = []`, filled by `{use.id}.append(...)`")
+        return found.via(f"line {value.lineno}: `{use.id} = {short(value)}`, filled item by item")
     found = placement_of(value, scope, depth + 1)
     return found.via(f"line {value.lineno}: `{use.id} = {short(value)}`")
 
@@ -175,12 +175,23 @@ def _one_of_bindings(use: ast.Name, scope: PlacementScope, depth: int) -> Placem
     )
 
 
-def _is_empty_list(value: ast.expr) -> bool:
+def _is_unfilled_list(value: ast.expr) -> bool:
+    """`[]`, `list()`, or a list of slots to fill (`[None] * n`)."""
     if isinstance(value, ast.List):
         return not value.elts
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        return any(_is_list_of_none(side) for side in (value.left, value.right))
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list" and not (
         value.args or value.keywords
     )
+
+
+def _is_list_of_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.List) and len(value.elts) == 1 and _is_none(value.elts[0])
+
+
+def _is_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None
 
 
 def _arithmetic(

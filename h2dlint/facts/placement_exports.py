@@ -65,7 +65,8 @@ _OTHER_FILLS = frozenset({"extend", "insert", "__setitem__", "__iadd__"})
 
 
 def list_fill(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
-    """(name, item) for `name.append(item)`; (name, None) for another way of filling a local list."""
+    """(name, item) for `name.append(item)` and `name[i] = item`; (name, None) for another way of filling a
+    local list (`extend`, `insert`, `+=`, a slice assigned)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
         method = node.func.attr
         if method == "append" and len(node.args) == 1 and not node.keywords:
@@ -78,7 +79,8 @@ def list_fill(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                return target.value.id, None
+                one_item = isinstance(node, ast.Assign) and not isinstance(target.slice, ast.Slice)
+                return target.value.id, node.value if one_item else None
     return None
 
 

@@ -283,11 +283,11 @@ class ModulePlacements(TypedReceivers, CallerArguments):
             yield name
             pending.extend(b.id for b in self._classes[name].bases if isinstance(b, ast.Name))
 
-    # --- lists filled by `append` -------------------------------------------------------------------------------
+    # --- lists filled item by item -------------------------------------------------------------------------
 
     def _appended(self, function: Optional[FunctionNode]) -> Dict[str, Tuple[ast.expr, ...]]:
-        """Local name -> the items `name.append(item)` adds to it in `function`. A list also filled otherwise
-        (`extend`, `insert`, `+=`, item assignment) is left out: its items are not all known."""
+        """Local name -> the items `name.append(item)` and `name[i] = item` put in it in `function`. A list also
+        filled otherwise (`extend`, `insert`, `+=`, a slice assigned) is left out: its items are not all known."""
         key = id(function)
         if key not in self._lists:
             items: Dict[str, List[ast.expr]] = {}

@@ -412,6 +412,20 @@ class BlockingHostCopy(Rule):
             """,
             reason="is named like a host tensor (`*_cpu`)",
         ),
+        # A list of slots filled by index holds what is put in each slot.
+        Invalid(
+            """
+            import torch
+
+            def forward(lens, dev):
+                parts = [None] * len(lens)
+                for i, n in enumerate(lens):
+                    parts[i] = torch.full((3, 1), n - 1, dtype=torch.int64)
+                return torch.cat(parts, dim=1).to(dev)  # HTD103
+            """,
+            column=12,
+            reason="is built on the host by `torch.full(...)` at line 6)",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
