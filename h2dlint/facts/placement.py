@@ -38,6 +38,7 @@ from typing import Callable, Iterator, Optional, Tuple
 
 from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
 from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype, may_be_host_device
+from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import CYCLE, EITHER, EMPTY, UNKNOWN, Place, Placement, agree, agree_all, short
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import attribute_looked_up, last_name
@@ -155,7 +156,7 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
         if scope.names.is_stable_parameter(use.id):  # `def _pack(lens)`: where its callers pass it
             return scope.passed(use.id, depth + 1)
         return _one_of_bindings(use, scope, depth)
-    if _is_unfilled_list(value):  # `ids = []` then `ids.append(x)`, `[None] * n` then `ids[i] = x`: where
+    if is_unfilled_list(value):  # `ids = []` then `ids.append(x)`, `[None] * n` then `ids[i] = x`: where
         items = scope.appended(use.id)  # every item lives
         found = agree_all(placement_of(item, scope, depth + 1) for item in items) if items else UNKNOWN
         return found.via(f"line {value.lineno}: `{use.id} = {short(value)}`, filled item by item")
@@ -173,25 +174,6 @@ def _one_of_bindings(use: ast.Name, scope: PlacementScope, depth: int) -> Placem
         placement_of(value, scope, depth + _CHOICE_DEPTH).via(f"line {value.lineno}: `{use.id} = {short(value)}`")
         for value in values
     )
-
-
-def _is_unfilled_list(value: ast.expr) -> bool:
-    """`[]`, `list()`, or a list of slots to fill (`[None] * n`)."""
-    if isinstance(value, ast.List):
-        return not value.elts
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
-        return any(_is_list_of_none(side) for side in (value.left, value.right))
-    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list" and not (
-        value.args or value.keywords
-    )
-
-
-def _is_list_of_none(value: ast.expr) -> bool:
-    return isinstance(value, ast.List) and len(value.elts) == 1 and _is_none(value.elts[0])
-
-
-def _is_none(value: ast.expr) -> bool:
-    return isinstance(value, ast.Constant) and value.value is None
 
 
 def _arithmetic(

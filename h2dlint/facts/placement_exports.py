@@ -84,6 +84,21 @@ def list_fill(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
     return None
 
 
+def is_unfilled_list(value: ast.expr) -> bool:
+    """`[]`, `list()`, or a list of slots to fill (`[None] * n`)."""
+    if isinstance(value, ast.List):
+        return not value.elts
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        return any(_is_list_of_none(side) for side in (value.left, value.right))
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list" and not (
+        value.args or value.keywords
+    )
+
+
+def _is_list_of_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.List) and len(value.elts) == 1 and is_none(value.elts[0])
+
+
 def method_named(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
     return next(
         (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None
