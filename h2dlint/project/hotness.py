@@ -310,10 +310,10 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
     # per-step code calls it (`_spread_roots`): the loop calls it only for the items that need it.
     entry_points = {key for key, root in named if root.level == PER_REQUEST}
     loop_levels = {key: root.loop_level for key, root in named}
-    reached = _reached_per_request(graph, cold, named)
     loops: List[Tuple[Key, Heat]] = []
     if not settings.enabled("hot-called-in-loop"):
         return named, loops
+    reached = _reached_per_request(graph, cold, named)
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
