@@ -115,6 +115,12 @@ def test_a_vision_encoder_of_a_serving_engine_runs_once_per_request():
     assert found[5].heuristic == "hot-per-request-encoder"
 
 
+@pytest.mark.parametrize("encoder", ["SenseVoiceEncoderSmall", "WhisperEncoder", "Qwen3OmniMoeAudioEncoder"])
+def test_an_encoder_class_whose_name_says_only_encoder_runs_once_per_request(encoder):
+    found = {d.span.row: d.level for d in check_source(ENCODER.replace("Qwen2VisionTransformer", encoder), Settings())}
+    assert found == {5: "per-request", 9: "per-request", 13: "per-step"}
+
+
 def test_an_encoder_runs_per_step_in_training_and_with_the_heuristic_off():
     for settings in (Settings(preset="training"), Settings(disable_heuristics=("hot-per-request-encoder",))):
         found = {d.span.row: d.level for d in check_source(ENCODER, settings)}
