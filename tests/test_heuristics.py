@@ -350,6 +350,15 @@ def test_configured_names_have_their_own_id_and_switch_off_too():
     assert count(CONFIGURED, extend_hot_functions=("run_*",), disable_heuristics=("hot-name-configured",)) == 0
 
 
+@pytest.mark.parametrize(
+    "name, hot",
+    [("prepare_for_decode", True), ("_decode_one", True), ("speculative_decoding_step", True), ("decode", True),
+     ("get_decoder", False), ("make_torchcodec_decoder", False), ("_join_decoded_text", False)],
+)
+def test_a_decode_step_is_hot_and_a_decoder_is_not(name, hot):
+    assert (Settings().hot_name_heuristic(name) is not None) is hot
+
+
 def test_the_first_heuristic_whose_names_match_is_named():
     settings = Settings()
     assert settings.hot_name_heuristic("forward_decode") == "hot-name-forward"  # also *decode*

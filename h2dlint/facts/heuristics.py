@@ -78,7 +78,12 @@ HOT_NAMES: Tuple[Heuristic, ...] = (
     ),
     _names("hot-name-plan", _HOT, "attention and kernel planning per batch: plan_sparse_prefill", ("plan_*", "*_plan")),
     _names("hot-name-replay", _HOT, "CUDA-graph replay runs per step (capture stays cold)", ("*replay*",)),
-    _names("hot-name-decode", _HOT, "decode paths run once per generated token", ("*decode*",)),
+    _names(
+        "hot-name-decode", _HOT,
+        "decode paths run once per generated token (`forward_decode`, `decode_step`, `speculative_decoding`); "
+        "a decoder (`get_decoder`, `make_torchcodec_decoder`) or decoded text is no decode step",
+        ("*decode", "*decode_*", "*decoding*"),
+    ),
     _names(
         "hot-name-extend", _HOT, "prefill (extend) paths run once per batch of new tokens",
         ("*extend*",),
