@@ -156,8 +156,9 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
         if scope.names.is_stable_parameter(use.id):  # `def _pack(lens)`: where its callers pass it
             return scope.passed(use.id, depth + 1)
         return _one_of_bindings(use, scope, depth)
-    if is_unfilled_list(value):  # `ids = []` then `ids.append(x)`, `[None] * n` then `ids[i] = x`: where
-        items = scope.appended(use.id)  # every item lives
+    # `ids = []` then `ids.append(x)`, or `[None] * n` then `ids[i] = x`: where every item lives
+    if is_unfilled_list(value):
+        items = scope.appended(use.id)
         found = agree_all(placement_of(item, scope, depth + 1) for item in items) if items else UNKNOWN
         return found.via(f"line {value.lineno}: `{use.id} = {short(value)}`, filled item by item")
     found = placement_of(value, scope, depth + 1)

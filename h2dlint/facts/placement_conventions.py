@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 from dataclasses import dataclass
-from typing import Callable, FrozenSet, Optional, Tuple
+from typing import Callable, FrozenSet, Iterable, Optional, Tuple, Union
 
 from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
@@ -100,22 +100,18 @@ def mirror_of(name: str, known: FrozenSet[str]) -> Optional[str]:
     return next((name + suffix for suffix in MIRROR_SUFFIXES if name + suffix in known), None)
 
 
-def mirrors_of_their_own_tensor(function: ast.AST) -> FrozenSet[str]:
-    """The mirrors that `function` binds to the data of the tensor they are named after (`self.lens_cpu = lens`,
-    `lens_cpu = list(lens[:n])`): there `lens` is the host data the mirror keeps, not the device copy it shadows.
-    A mirror made by a copy (`lens_cpu = lens.cpu()`, `.tolist()`) is not among them."""
+def mirrors_of_their_own_tensor(assignments: Iterable[Union[ast.Assign, ast.AnnAssign]]) -> FrozenSet[str]:
+    """The mirrors that `assignments` (a function's) bind to the data of the tensor they are named after
+    (`self.lens_cpu = lens`, `lens_cpu = list(lens[:n])`): there `lens` is the host data the mirror keeps, not
+    the device copy it shadows. A mirror made by a copy (`lens_cpu = lens.cpu()`, `.tolist()`) is not among them."""
     found = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        source = _same_data(value)
+    for node in assignments:
+        source = _same_data(node.value) if node.value is not None else None
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets if source is not None else ():
-            if isinstance(target, (ast.Name, ast.Attribute)) and mirror_of(source, frozenset([last_name(target)])):
-                found.add(last_name(target))
+            name = last_name(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+            if name in {source + suffix for suffix in MIRROR_SUFFIXES}:  # type: ignore[operator]
+                found.add(name)
     return frozenset(found)
 
 
@@ -126,7 +122,8 @@ def _same_data(value: ast.expr) -> Optional[str]:
         if isinstance(value, ast.Subscript):
             value = value.value
         elif isinstance(value, ast.Call) and _keeps_data_in_place(value):
-            value = value.args[0] if isinstance(value.func, ast.Name) else value.func.value  # type: ignore[attr-defined]
+            func = value.func
+            value = value.args[0] if isinstance(func, ast.Name) else func.value  # type: ignore[attr-defined]
         else:
             return last_name(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
 

@@ -375,15 +375,17 @@ class ModulePlacements(TypedReceivers, CallerArguments):
             return frozenset()
         if key not in self._known_names:
             used: Set[str] = set()
+            assignments: List[Union[ast.Assign, ast.AnnAssign]] = []
             for node in ast.walk(function) if function is not None else ():
                 if isinstance(node, ast.Name):
                     used.add(node.id)
                 elif isinstance(node, ast.Attribute):
                     used.add(node.attr)
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    assignments.append(node)
             if class_name in self._classes:
                 used.update(self._assignments_of(class_name))  # type: ignore[arg-type]
-            own = mirrors_of_their_own_tensor(function) if function is not None else frozenset()
-            self._known_names[key] = frozenset(used) - own
+            self._known_names[key] = frozenset(used) - mirrors_of_their_own_tensor(assignments)
         return self._known_names[key]
 
 
