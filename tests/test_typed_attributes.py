@@ -153,3 +153,66 @@ def test_a_method_of_an_object_of_known_class_returns_where_that_class_says(tmp_
     assert found[11][0] == "HTD201" and "is returned by `alloc()` of `Pool` (pools.py), where it" in found[11][1]
     assert found[12][0] == "HTD103" and "is returned by `alloc()` of `HostPool` (pools.py), where it is built" \
         " on the host by `torch.arange(...)`" in found[12][1]
+
+
+COMMON = """\
+    from dataclasses import dataclass
+    from typing import Optional
+
+    import torch
+
+
+    @dataclass
+    class Common:
+        seq_lens: torch.Tensor
+        seq_lens_cpu: torch.Tensor
+        query_lens: torch.Tensor
+        _cached: Optional[torch.Tensor] = None
+
+        def computed(self) -> torch.Tensor:
+            if self._cached is None:
+                self._cached = self.seq_lens - self.query_lens
+            return self._cached
+
+        def forward(self):
+            return self.seq_lens.max().item()
+    """
+BUILDER = """\
+    import torch
+
+    from pkg.common import Common
+
+
+    class Builder:
+        def forward(self, common: Common, other):
+            m = common
+            n = m
+            a = n.computed().tolist()
+            b = m.seq_lens.max().item()
+            c = other.computed().tolist()
+            return a, b, c
+    """
+
+
+@pytest.fixture
+def common_project(tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nselect = ['HTD2']\n")
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/common.py", COMMON)
+    write(tmp_path, "pkg/builder.py", BUILDER)
+    return tmp_path
+
+
+def test_a_dataclass_field_with_a_declared_mirror_is_the_device_copy_in_its_own_methods(common_project, run_cli):
+    found = findings(run_cli, "pkg/common.py", cwd=common_project)
+    assert sorted(found) == [20]
+    assert "has a host mirror `seq_lens_cpu`, so it is the device copy" in found[20][1]
+    assert "Use the host mirror `self.seq_lens_cpu` instead" in found[20][1]
+
+
+def test_a_local_bound_to_a_typed_parameter_is_an_object_of_that_class(common_project, run_cli):
+    found = findings(run_cli, "pkg", cwd=common_project)
+    builder = {row: item for row, item in found.items() if row in (10, 11, 12)}
+    assert sorted(builder) == [10, 11]  # not 12: `other` is of unknown class
+    assert "is returned by `computed()` of `Common` (common.py)" in builder[10][1]
+    assert "`Common.seq_lens` (common.py), where it has a host mirror `Common.seq_lens_cpu`" in builder[11][1]

@@ -32,7 +32,7 @@ from h2dlint.facts.placement_exports import (
     self_assignments,
 )
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
-from h2dlint.facts.placement_typed import TypedReceivers
+from h2dlint.facts.placement_typed import TypedReceivers, class_fields
 from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agree_all
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings
 from h2dlint.facts.scopes import NameResolver
@@ -368,7 +368,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
         return self._mirrors is None or any(name + suffix in self._mirrors for suffix in MIRROR_SUFFIXES)
 
     def _names_in(self, class_name: Optional[str], function: Optional[FunctionNode]) -> FrozenSet[str]:
-        """The names and attribute names used in `function`, and the attributes its class assigns, less the
+        """The names and attribute names used in `function`, and the attributes its class assigns or declares, less the
         mirrors it makes of their own tensor (`self.lens_cpu = lens` leaves `lens` no device copy to be)."""
         key = id(function)
         if self._mirrors is not None and not self._mirrors:
@@ -385,6 +385,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
                     assignments.append(node)
             if class_name in self._classes:
                 used.update(self._assignments_of(class_name))  # type: ignore[arg-type]
+                used.update(class_fields(self._classes[class_name]))  # a dataclass's `seq_lens_cpu: torch.Tensor`
             self._known_names[key] = frozenset(used) - mirrors_of_their_own_tensor(assignments)
         return self._known_names[key]
 

@@ -50,8 +50,9 @@ def receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]]
 def local_types(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], bindings: Bindings) -> Dict[str, str]:
     """Names of a function that hold an instance of one class, as written: parameters annotated with it
     (`batch: Batch`), locals bound once, from a call (`pool = Pool(...)`, `pool = make_pool()`), locals
-    declared with it (`relay: Relay = batch.spec_info`, however often rebound), and the variable of a loop
-    over a collection annotated with it (`for entry in entries:` with `entries: List[Row]`)."""
+    declared with it (`relay: Relay = batch.spec_info`, however often rebound), the variable of a loop
+    over a collection annotated with it (`for entry in entries:` with `entries: List[Row]`), and a local bound
+    once to one of these names (`m = batch`)."""
     args = node.args
     annotations = {
         arg.arg: arg.annotation
@@ -64,12 +65,28 @@ def local_types(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], bindings: Bi
         written = call_result(value) if isinstance(value, ast.Call) and name not in bindings.declared else None
         if written:
             types[name] = written
+    _add_aliases(types, bindings)
     for name, iterable in bindings.loop_iterables.items():
         collection = annotations.get(iterable.id) if isinstance(iterable, ast.Name) else None
         written = _element_type(collection) if collection is not None else None
         if written:
             types[name] = written
     return types
+
+
+def _add_aliases(types: Dict[str, str], bindings: Bindings) -> None:
+    """`m = metadata`, bound once, holds what `metadata` holds (an alias: vLLM's builders write
+    `m = common_attn_metadata`); followed through chains of such aliases."""
+    aliases = {
+        name: value.id
+        for name, value in bindings.single_values.items()
+        if isinstance(value, ast.Name) and name not in bindings.declared and name not in types
+    }
+    for _ in range(len(aliases)):
+        found = {name: types[source] for name, source in aliases.items() if source in types and name not in types}
+        if not found:
+            return
+        types.update(found)
 
 
 # Annotations of a collection whose elements are all of the one type they name (`List[Row]`, `tuple[Row, ...]`).
