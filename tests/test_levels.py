@@ -110,13 +110,15 @@ class Qwen2VisionForConditionalGeneration:
 def test_a_vision_encoder_of_a_serving_engine_runs_once_per_request():
     found = {d.span.row: d for d in check_source(ENCODER, Settings())}
     assert {row: d.level for row, d in found.items()} == {5: "per-request", 9: "per-request", 13: "per-step"}
-    assert "`Qwen2VisionTransformer.forward` runs once per request (a multimodal encoder)" in found[5].message
+    assert "`Qwen2VisionTransformer.forward` runs once per request (a multimodal encoder or projector)" in found[5].message
     assert "called from `Qwen2VisionTransformer.forward` (per request)" in found[9].message
     assert found[5].heuristic == "hot-per-request-encoder"
 
 
-@pytest.mark.parametrize("encoder", ["SenseVoiceEncoderSmall", "WhisperEncoder", "Qwen3OmniMoeAudioEncoder"])
-def test_an_encoder_class_whose_name_says_only_encoder_runs_once_per_request(encoder):
+@pytest.mark.parametrize(
+    "encoder", ["SenseVoiceEncoderSmall", "WhisperEncoder", "Qwen3OmniMoeAudioEncoder", "Lfm2VLMultiModalProjector"]
+)
+def test_an_encoder_or_projector_class_whose_name_says_only_that_runs_once_per_request(encoder):
     found = {d.span.row: d.level for d in check_source(ENCODER.replace("Qwen2VisionTransformer", encoder), Settings())}
     assert found == {5: "per-request", 9: "per-request", 13: "per-step"}
 

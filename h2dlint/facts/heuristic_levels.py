@@ -16,15 +16,17 @@ _HOT = Effect.HOT
 LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
     Heuristic(
         "hot-per-request-encoder", _HOT, Group.NAME,
-        "a serving engine runs its vision and audio encoders (`*Vision*`, `*ViT*`, `*Encoder*` classes) once "
-        "per request with images or audio, not per decode step: their per-step names (`forward`) run per request",
-        ("*Vision*", "*ViT*", "*Vit[A-Z0-9_]*", "*Visual*", "*Siglip*", "*Encoder*", "*Resampler*"),
+        "a serving engine runs its vision and audio encoders (`*Vision*`, `*ViT*`, `*Encoder*` classes), and the "
+        "projectors that map their features into the language model (`*Projector*`), once per request with "
+        "images or audio, not per decode step: their per-step names (`forward`) run per request",
+        ("*Vision*", "*ViT*", "*Vit[A-Z0-9_]*", "*Visual*", "*Siglip*", "*Encoder*", "*Resampler*", "*Projector*"),
         evidence=(
             "sglang models/qwen3_vl.py:1013",
             "sglang models/glm_image_vl.py:313",
             "sglang models/moss_vl.py:447",
             "vllm model_executor/models/isaac.py:86",
             "vllm model_executor/models/funasr.py:80",
+            "vllm model_executor/models/lfm2_vl.py:582",
         ),
         # The language model of a vision or audio model (`Cohere2VisionForConditionalGeneration`) runs per step.
         exceptions=("*ForConditionalGeneration*", "*ForCausalLM*", "*LLM*", "*LanguageModel*", "*TextModel*"),

@@ -381,7 +381,7 @@ def _named_root(function: FunctionInfo, module: str, settings: Settings, heurist
     if by_name or by_class is not None:
         origin = f"`{HERE}{qualname}` runs once per request"
         if by_class is not None:
-            origin, heuristic = f"{origin} (a multimodal encoder)", by_class
+            origin, heuristic = f"{origin} (a multimodal encoder or projector)", by_class
         loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
         return Heat(
             True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic, loop_level=loops
