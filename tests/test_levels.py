@@ -172,9 +172,9 @@ import torch
 
 class Processor:
     def get_image_feature(self, images, dev):
-        return self.tokenize_with_images(images, dev)
+        return self.resize_images(images, dev)
 
-    def tokenize_with_images(self, images, dev):
+    def resize_images(self, images, dev):
         for image in images:
             self.pad(image, dev)
 
@@ -190,9 +190,9 @@ def leaf(req, dev):
 """
     found = {d.span.row: d for d in check_source(source, Settings())}
     assert {row: d.level for row, d in found.items()} == {12: "per-request", 19: "per-step"}
-    assert "called in a loop at line 8 of `Processor.tokenize_with_images` (per request)" in found[12].message
-    stepped = source.replace("return self.tokenize_with_images(images, dev)", "pass") + (
-        "\n\ndef forward_step(proc, images, dev):\n    return proc.tokenize_with_images(images, dev)\n"
+    assert "called in a loop at line 8 of `Processor.resize_images` (per request)" in found[12].message
+    stepped = source.replace("return self.resize_images(images, dev)", "pass") + (
+        "\n\ndef forward_step(proc, images, dev):\n    return proc.resize_images(images, dev)\n"
     )
     found = {d.span.row: d for d in check_source(stepped, Settings())}
     assert found[12].level == "per-step"  # a loop in code that no per-request root reaches stays per step
@@ -320,3 +320,33 @@ def forward(shape, pixel_values, dev):
     code, out, _ = run_cli("check", "--output-format", "json", str(tmp_path))
     (project,) = json.loads(out)
     assert code == 1 and (project["level"], project["message"]) == (alone.level, alone.message)
+
+
+TOKENIZE = """\
+import torch
+
+class TokenizerManager:
+    def _batch_tokenize_and_process(self, reqs, dev):
+        for req in reqs:
+            self._tokenize_one_request(req, dev)
+
+    def _tokenize_one_request(self, req, dev):
+        return torch.tensor(req.ids, device=dev)  # once per arriving request
+
+class Detokenizer:
+    def step(self, ids, dev):
+        for i in ids:
+            self.detokenize(i, dev)
+
+    def detokenize(self, i, dev):
+        return torch.tensor(i, device=dev)  # per step
+"""
+
+
+def test_tokenizing_a_request_runs_once_per_request_though_a_loop_over_requests_calls_it():
+    found = {d.span.row: d for d in check_source(TOKENIZE, Settings())}
+    assert {row: d.level for row, d in found.items()} == {9: "per-request", 17: "per-step"}
+    assert "`TokenizerManager._tokenize_one_request` runs once per request" in found[9].message
+    assert found[9].heuristic == "hot-name-tokenize"
+    off = {d.span.row: d.level for d in check_source(TOKENIZE, Settings(disable_heuristics=("hot-name-tokenize",)))}
+    assert off == {9: "per-step", 17: "per-step"}

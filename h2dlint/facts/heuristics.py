@@ -122,6 +122,19 @@ HOT_NAMES: Tuple[Heuristic, ...] = (
         ),
     ),
     _names(
+        "hot-name-tokenize", _HOT,
+        "a serving engine tokenizes each request's prompt, images and audio once, when it arrives "
+        "(`_tokenize_one_request`, `tokenize_with_images`), though a loop over the arriving requests calls it; "
+        "`detokenize` runs per step and is no such name",
+        ("tokenize*", "*_tokenize*"),
+        evidence=(
+            "sglang multimodal/processors/internvl.py:451",
+            "sglang multimodal/processors/internvl.py:504",
+            "sglang multimodal/processors/internvl.py:664",
+            "sglang configs/deepseek_ocr.py:117",
+        ),
+    ),
+    _names(
         "hot-name-batch-result", _HOT, "the scheduler processes each batch's result", ("process_batch_result*",)
     ),
     _names(

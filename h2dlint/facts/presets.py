@@ -65,7 +65,12 @@ DIFFUSION = Preset(
 SERVING = Preset(
     "serving",
     "LLM serving engines (sglang, vllm, lmdeploy): schedulers, model runners, attention backends, samplers.",
-    hot=None, per_request=(), cold=None,
+    hot=None,
+    # A request's prompt and images are tokenized once, when it arrives (`_tokenize_one_request`,
+    # `tokenize_with_images`), though a loop over the arriving requests calls it; `detokenize` runs per step
+    # and matches none of these.
+    per_request=("tokenize*", "*_tokenize*"),  # `hot-name-tokenize`
+    cold=None,
 )
 
 NONE = Preset("none", "No name lists: markers, custom ops, loops and a traced run decide.", (), (), ())
