@@ -347,6 +347,24 @@ def test_tokenizing_a_request_runs_once_per_request_though_a_loop_over_requests_
     found = {d.span.row: d for d in check_source(TOKENIZE, Settings())}
     assert {row: d.level for row, d in found.items()} == {9: "per-request", 17: "per-step"}
     assert "`TokenizerManager._tokenize_one_request` runs once per request" in found[9].message
-    assert found[9].heuristic == "hot-name-tokenize"
-    off = {d.span.row: d.level for d in check_source(TOKENIZE, Settings(disable_heuristics=("hot-name-tokenize",)))}
+    assert found[9].heuristic == "hot-name-new-request"
+    off = {d.span.row: d.level for d in check_source(TOKENIZE, Settings(disable_heuristics=("hot-name-new-request",)))}
     assert off == {9: "per-step", 17: "per-step"}
+
+
+def test_adding_a_request_runs_once_per_request_though_the_step_loops_over_new_requests():
+    source = """\
+import torch
+
+class ModelState:
+    def add_request(self, req, dev):
+        return torch.tensor(req.prompt, device=dev)
+
+class Runner:
+    def execute_model(self, new_reqs, dev):
+        for req in new_reqs:
+            self.state.add_request(req, dev)
+"""
+    found = {d.span.row: d for d in check_source(source, Settings())}
+    assert {row: d.level for row, d in found.items()} == {5: "per-request"}
+    assert "`ModelState.add_request` runs once per request" in found[5].message

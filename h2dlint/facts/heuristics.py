@@ -21,6 +21,7 @@ from typing import Dict, Iterable, Tuple
 
 from h2dlint.facts.heuristic_levels import LEVEL_HEURISTICS, PER_REQUEST_CLASSES
 from h2dlint.facts.heuristic_types import Effect, Group, Heuristic, name_patterns, preset_heuristic
+from h2dlint.facts.presets import NEW_REQUEST
 
 __all__ = [  # the registry, and the types and helpers of `heuristic_types` that its users import from here
     "ALL_IDS", "BY_ID", "COLD_NAMES", "CONFIGURED_NAMES", "HEURISTICS", "HOT_NAMES", "LEVEL_HEURISTICS",
@@ -122,16 +123,17 @@ HOT_NAMES: Tuple[Heuristic, ...] = (
         ),
     ),
     _names(
-        "hot-name-tokenize", _HOT,
-        "a serving engine tokenizes each request's prompt, images and audio once, when it arrives "
-        "(`_tokenize_one_request`, `tokenize_with_images`), though a loop over the arriving requests calls it; "
+        "hot-name-new-request", _HOT,
+        "a serving engine tokenizes and adds each request once, when it arrives (`_tokenize_one_request`, "
+        "`tokenize_with_images`, `add_request`), though a loop over the arriving requests calls it; "
         "`detokenize` runs per step and is no such name",
-        ("tokenize*", "*_tokenize*"),
+        NEW_REQUEST,
         evidence=(
             "sglang multimodal/processors/internvl.py:451",
             "sglang multimodal/processors/internvl.py:504",
             "sglang multimodal/processors/internvl.py:664",
             "sglang configs/deepseek_ocr.py:117",
+            "vllm model_executor/models/longcat_flash_ngram.py:319",
         ),
     ),
     _names(

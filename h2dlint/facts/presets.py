@@ -62,14 +62,16 @@ DIFFUSION = Preset(
     more_cold=("set_timesteps", "enable_*", "disable_*", "fuse_*", "unfuse_*", "*_lora*"),
 )
 
+# A serving engine tokenizes and adds a request once, when it arrives (`_tokenize_one_request`, `add_request`),
+# though a loop over the arriving requests calls it; `detokenize` runs per step and matches none of these. The
+# patterns of `hot-name-new-request`, which makes them hot: once per request.
+NEW_REQUEST = ("tokenize*", "*_tokenize*", "add_request*")
+
 SERVING = Preset(
     "serving",
     "LLM serving engines (sglang, vllm, lmdeploy): schedulers, model runners, attention backends, samplers.",
     hot=None,
-    # A request's prompt and images are tokenized once, when it arrives (`_tokenize_one_request`,
-    # `tokenize_with_images`), though a loop over the arriving requests calls it; `detokenize` runs per step
-    # and matches none of these.
-    per_request=("tokenize*", "*_tokenize*"),  # `hot-name-tokenize`
+    per_request=NEW_REQUEST,
     cold=None,
 )
 
