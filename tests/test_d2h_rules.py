@@ -133,3 +133,24 @@ def test_kernel_code_is_not_host_code():
                 pass
         """
     assert codes(source) == [("HTD204", 14)]
+
+
+def test_a_sync_allowed_block_quiets_the_blocking_copies_too_but_not_a_copy_under_capture():
+    source = """\
+import torch
+from vllm.utils import gpu_sync_allowed
+
+def forward(ids, dev, graph):
+    buf = torch.zeros(8, device=dev)
+    with gpu_sync_allowed():
+        a = torch.tensor(ids, device=dev)
+        b = torch.zeros(4, device=dev).tolist()
+        with torch.cuda.graph(graph):
+            buf.copy_(torch.tensor(ids))
+    c = torch.tensor(ids, device=dev)
+    return a, b, c
+"""
+    codes = sorted((d.span.row, d.code) for d in check_source(source, Settings(select=("HTD",))))
+    assert (7, "HTD101") not in codes and not any(row == 8 for row, _ in codes)
+    assert (11, "HTD101") in codes
+    assert (10, "HTD106") in codes

@@ -191,6 +191,8 @@ class _Collector(Walk):
         self._record_call_ref(node)
         self._record_custom_op_registration(node)
         for rule, check in self._call_checks:
+            if self._kept_on_purpose(rule):
+                continue
             found = check(node, self.context)
             if found is not None:
                 self._record_site(rule, found)
@@ -201,11 +203,17 @@ class _Collector(Walk):
 
     def _check(self, kind: NodeKind, node: ast.AST) -> None:
         for rule, check in self._checks[kind]:
+            if self._kept_on_purpose(rule):
+                continue
             found = check(node, self.context)
             if found is not None:
                 self._record_site(rule, found)
             if self.context.asked:
                 self._record_pending(rule, check, node, found)
+
+    def _kept_on_purpose(self, rule: Rule) -> bool:
+        """Whether `rule` stays quiet here: inside a `sync-allowed-contexts` block the project keeps syncs."""
+        return rule.quiet_where_syncs_allowed and bool(self.context.sync_allowed)
 
     def _record_pending(self, rule: Rule, check: Callable[..., Optional[Match]], node: ast.AST, found: Any) -> None:
         """A rule found nothing at `node` while placements there were pending on questions for the project:

@@ -1,6 +1,8 @@
-"""Regions where a project keeps device-to-host syncs on purpose: `with gpu_sync_allowed():` (vLLM's name), or
-any context manager the `sync-allowed-contexts` setting names. The D2H rules (HTD2xx) stay quiet inside them,
-so a sync a team keeps deliberately needs no comment on every line.
+"""Regions where a project keeps syncs on purpose: `with gpu_sync_allowed():` (vLLM's name), or any context
+manager the `sync-allowed-contexts` setting names. The D2H rules (HTD2xx) and the rules of blocking host-to-device
+copies (HTD101-105, HTD107: each one waits, as vLLM's sync checker sees) stay quiet inside them, so a sync a team
+keeps deliberately needs no comment on every line. A copy under CUDA-graph capture (HTD106) is no sync: it is
+reported there all the same.
 """
 
 from __future__ import annotations

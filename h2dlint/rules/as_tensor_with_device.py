@@ -62,7 +62,8 @@ class AsTensorWithDevice(Rule):
         """,
         KNOWN_DRAIN_LIMITS,
     )
-    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module", "sync-allowed-contexts")
+    quiet_where_syncs_allowed = True
     references = ("cuda-sync", "pin-memory", "runtime", "hotness")
 
     VALID = (

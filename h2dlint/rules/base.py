@@ -46,6 +46,9 @@ class Rule:
     # What the fix changes and when it is withheld: one block, or several (shared text, then the rule's own).
     fix_safety: ClassVar[Union[str, Tuple[str, ...]]]
     known_problems: ClassVar[Union[str, Tuple[str, ...]]]  # where the rule is wrong or blind, honestly
+    # Quiet inside a `sync-allowed-contexts` block (`with gpu_sync_allowed():`): the rule reports a sync or a
+    # blocking copy, which the project keeps there on purpose (the checker skips the rule in such blocks).
+    quiet_where_syncs_allowed: ClassVar[bool] = False
     options: ClassVar[Tuple[str, ...]] = ()  # the `[tool.h2dlint]` keys that change what it reports or fixes
     references: ClassVar[Tuple[str, ...]] = ()  # keys of `docs.REFERENCES`
     # A cheap prefilter: the file must contain at least one word of every group, or the rule cannot match.

@@ -71,7 +71,7 @@ class Context:
         # The questions for the project that the placements asked since the walk last cleared this: a rule's
         # match may hang on their answers (`checker.collector` then tries each).
         self.asked: Set[PlacementQuery] = set()
-        # Why device-to-host syncs are allowed here ("inside `with gpu_sync_allowed(...):` at line 7"), innermost
+        # Why syncs are allowed here ("inside `with gpu_sync_allowed(...):` at line 7"), innermost
         # last: the blocks of `sync-allowed-contexts` (`facts.allowed_syncs`).
         self.sync_allowed: List[str] = []
         # The target of the `x[i] op= value` statement being visited, else None: a rule that reports the target

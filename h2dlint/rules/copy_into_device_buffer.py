@@ -81,7 +81,8 @@ class CopyIntoDeviceBuffer(Rule):
         KNOWN_HEAT_LIMITS,
         KNOWN_PLACEMENT_LIMITS,
     )
-    options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
+    options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors", "sync-allowed-contexts")
+    quiet_where_syncs_allowed = True
     references = ("cuda-sync", "pin-memory", "sync-debug-mode", "hotness")
 
     VALID = (

@@ -42,12 +42,12 @@ KERNEL_DECORATOR_NAMES = frozenset({"jit", "njit", "autotune", "heuristics"})
 
 
 def device_operand(expr: Optional[ast.expr], context: Context, may_be_number: bool = False) -> Optional[DeviceOperand]:
-    """`expr` as a device operand, or None: not known to be on the device, in a sync-allowed block, or in a kernel.
+    """`expr` as a device operand, or None: not known to be on the device, or in a kernel.
 
     `may_be_number`: the construct takes Python values as well (`int(x)`, `range(n)`, `if x:`, a slice bound).
     There the placement says where a tensor would live, not that `expr` is one (`num_gpu`, `use_cuda`, a list of
     device tensors): `expr` must be a tensor by construction as well (`tensor_by_construction`)."""
-    if expr is None or context.sync_allowed:
+    if expr is None:
         return None
     if may_be_number and not tensor_by_construction(expr, context.names, 0):
         return None  # checked first: it reads the syntax only, and most `if` tests and bounds fail it
@@ -180,6 +180,7 @@ class DeviceToHostRule(Rule):
     known_problems = (KNOWN_HEAT_LIMITS, KNOWN_D2H_PLACEMENT, KNOWN_D2H_REGIONS, KNOWN_D2H_LOOPS)
     options = D2H_OPTIONS
     references = D2H_REFERENCES
+    quiet_where_syncs_allowed = True
 
     @classmethod
     def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:

@@ -19,9 +19,9 @@ OPTION_HELP: Dict[str, str] = {
     " fnmatch globs): a receiver or buffer matching one counts as on the device",
     "host-tensors": "tensors known to be on the host, as written or by last name (`*_staging`, `self.lens_host`;"
     " fnmatch globs), in addition to the `*_cpu`-style conventions: a match is never a device operand",
-    "sync-allowed-contexts": "context managers whose blocks keep device-to-host syncs on purpose (default"
+    "sync-allowed-contexts": "context managers whose blocks keep syncs on purpose (default"
     " `[\"gpu_sync_allowed\"]`, vLLM's; a name or a dotted attribute ending in one; the list replaces the"
-    " default): the HTD2xx rules are quiet inside `with <name>(...):`",
+    " default): the HTD2xx rules, and the HTD1xx rules of blocking copies, are quiet inside `with <name>(...):`",
     "profile": "the traced run (`h2dlint trace`) whose call counts decide heat and whose CUDA records"
     " confirm findings (also `--profile`)",
 }

@@ -73,7 +73,8 @@ class NewTensorOnDevice(Rule):
         `accelerator-tensors = ["*"]` reports every receiver, including tensors that are on the CPU.
         """,
     )
-    options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors")
+    options = ("extend-hot-functions", "extend-cold-functions", "accelerator-tensors", "sync-allowed-contexts")
+    quiet_where_syncs_allowed = True
     references = ("cuda-sync", "pin-memory", "hotness")
 
     VALID = (

@@ -83,7 +83,8 @@ class PageableNonBlocking(Rule):
         itself has been seen to stall for milliseconds under load; prefer `pin_memory=True` at construction.
         """,
     )
-    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module", "sync-allowed-contexts")
+    quiet_where_syncs_allowed = True
     references = ("cuda-sync", "pin-memory", "sync-debug-mode", "runtime", "reference", "hotness")
 
     VALID = (

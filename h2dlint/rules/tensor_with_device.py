@@ -64,7 +64,8 @@ class TensorWithDevice(Rule):
         """,
         KNOWN_DRAIN_LIMITS,
     )
-    options = ("extend-hot-functions", "extend-cold-functions", "helper-module")
+    options = ("extend-hot-functions", "extend-cold-functions", "helper-module", "sync-allowed-contexts")
+    quiet_where_syncs_allowed = True
     references = ("cuda-sync", "pin-memory", "sync-debug-mode", "runtime", "reference", "hotness")
 
     VALID = (
@@ -88,6 +89,15 @@ class TensorWithDevice(Rule):
                 if not hasattr(layer, "_ids"):
                     layer._ids = torch.tensor([1, 2], device=dev)
                 return layer._ids
+            """),
+        # A block the project keeps syncs in on purpose (`sync-allowed-contexts`, default `gpu_sync_allowed`).
+        Valid("""
+            import torch
+            from vllm.utils import gpu_sync_allowed
+
+            def forward(x, dev):
+                with gpu_sync_allowed():
+                    return torch.tensor(x, device=dev)
             """),
         # A device parameter that defaults to the CPU: the function runs on the host unless a caller says so.
         Valid("""
