@@ -154,3 +154,21 @@ def forward(ids, dev, graph):
     assert (7, "HTD101") not in codes and not any(row == 8 for row, _ in codes)
     assert (11, "HTD101") in codes
     assert (10, "HTD106") in codes
+
+
+def test_logits_are_on_the_device_unless_a_host_name_or_a_copy_says_otherwise():
+    source = """\
+import torch
+
+def sample(logits, cpu_logits, target_logits):
+    a = logits.argmax(-1).tolist()
+    b = cpu_logits.argmax(-1).tolist()
+    c = target_logits.max().item()
+    host = logits.cpu()
+    d = host.argmax(-1).tolist()
+    return a, b, c, d
+"""
+    found = {(d.span.row, d.code): d.message for d in check_source(source, Settings(select=("HTD2",)))}
+    assert sorted(found) == [(4, "HTD201"), (6, "HTD201"), (7, "HTD205")]
+    assert "is named like a device tensor (`logits`)" in found[(4, "HTD201")]
+    assert "is named like a device tensor (`*_logits`)" in found[(6, "HTD201")]

@@ -76,6 +76,7 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
     ),
     ("placement-name-device", "import torch\n\ndef forward(ids_gpu):\n    return ids_gpu.new_tensor([1])\n", True),
     ("placement-name-host", "import torch\n\ndef forward(lens_cpu, dev):\n    return lens_cpu.to(dev)\n", True),
+    ("placement-name-model-output", "import torch\n\ndef forward(logits):\n    return logits.new_tensor([1])\n", True),
     ("hot-name-step", HOT.replace("forward", "step"), True),
     ("hot-marker", HOT.replace("def forward(ids, dev):", "def run(ids, dev):  # h2dlint: hot"), True),
     ("cold-marker", HOT.replace("def forward(ids, dev):", "def forward(ids, dev):  # h2dlint: cold"), False),

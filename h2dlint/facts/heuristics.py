@@ -383,6 +383,17 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ("*_gpu", "*_cuda", "gpu_*", "cuda_*", "gpu"),
     ),
     Heuristic(
+        "placement-name-model-output", Effect.PLACEMENT, Group.CONVENTION,
+        "a model's outputs are where the model runs: `logits` and `*_logits` come out of the language-model head "
+        "on the accelerator; a host name (`cpu_logits`) wins, and a host provenance (`.cpu()`) contradicts it: unknown",
+        ("logits", "*_logits"),
+        evidence=(
+            "sglang dllm/algorithm/gemma4_renoise.py:328",
+            "vllm v1/sample/thinking_budget_state.py:568",
+            "lmdeploy pytorch/memdecode/fusion.py:174",
+        ),
+    ),
+    Heuristic(
         "placement-sibling-host-mirror", Effect.PLACEMENT, Group.CONVENTION,
         "a tensor whose `<name>_cpu` (or `_host`) sibling exists is the device copy that the mirror shadows; "
         "not in a function that makes that mirror of it (`self.lens_cpu = lens`: `lens` is the host data)",

@@ -23,7 +23,7 @@ the expression back through what this file shows:
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
   the class's methods, through what they return (`placement_summary`); a parameter of a private function,
   through what every call of it in the module passes (`placement_callers`);
-- naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, a tensor with a `<name>_cpu` sibling.
+- naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, `logits`, a tensor with a `<name>_cpu` sibling.
 
 Evidence that conflicts (a name that says host for a tensor moved to the device) gives UNKNOWN; so does
 anything not followed. Rules report only known placements. The values and their wording are in

@@ -1,5 +1,6 @@
 """What a tensor's name says of where it lives: the `placement-*` conventions of `facts.heuristics`, and the
-project's own globs (`host-tensors`, `accelerator-tensors`).
+project's own globs (`host-tensors`, `accelerator-tensors`). A model's outputs (`logits`, `*_logits`) are on
+the device unless a host name says otherwise (`cpu_logits`).
 
 A glob matches the expression as written (`self.seq_lens`, for the project's globs) or its last name
 (`seq_lens_cpu` in `batch.seq_lens_cpu[:n]`). A name says the host without saying which memory: a host
@@ -23,6 +24,7 @@ from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 
 HOST_NAMES = "placement-name-host"
 DEVICE_NAMES = "placement-name-device"
+MODEL_OUTPUTS = "placement-name-model-output"
 SIBLING = "placement-sibling-host-mirror"
 NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
@@ -40,6 +42,7 @@ class Conventions:
     configured_host: Tuple[str, ...]
     configured_device: Tuple[str, ...]
     sibling: bool
+    model_outputs: Tuple[str, ...] = ()  # `placement-name-model-output`: weighed after the host names
     named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
 
@@ -51,9 +54,11 @@ class Conventions:
             return UNKNOWN
         name = last_name(expr)
         written = ast.unparse(expr)
-        layers = (  # the project's globs first: they overrule the defaults
+        # The project's globs first: they overrule the defaults; a host name (`cpu_logits`), a model output's.
+        layers = (
             ((self.configured_host, CONFIGURED_HOST), (self.configured_device, CONFIGURED_DEVICE)),
             ((self.host, HOST_NAMES), (self.device, DEVICE_NAMES)),
+            (((), HOST_NAMES), (self.model_outputs, MODEL_OUTPUTS)),
         )
         for host_table, device_table in layers:
             host, device = (_first(written, name, table) for table in (host_table, device_table))
@@ -160,6 +165,7 @@ def conventions_from(settings: Settings) -> Conventions:
         configured_host=settings.host_tensors,
         configured_device=settings.accelerator_tensors,
         sibling=settings.enabled(SIBLING),
+        model_outputs=patterns(MODEL_OUTPUTS),
         named_like_class=settings.enabled(NAMED_LIKE_CLASS),
         parameter_from_callers=settings.enabled(FROM_CALLERS),
     )
