@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
+from h2dlint.facts.tensor_ops import DATA_BUILDERS
+
 _CONSTANTS = {"True": True, "False": False, "None": None}
 
 
@@ -51,3 +53,20 @@ def is_false_literal(expr: ast.expr) -> bool:
     if is_constant(expr, "False", "None"):
         return True
     return isinstance(expr, ast.Constant) and type(expr.value) is int and expr.value == 0
+
+
+def is_empty_factory(call: ast.Call, qualified: str) -> bool:
+    """A factory whose size (or data) is a literal 0 or empty: `torch.empty(0)`, `torch.zeros((0,))`,
+    `torch.tensor([])`. `qualified` is the factory's name (`torch.tensor`)."""
+    first = next(iter(positional_args(call)), None)
+    if qualified in DATA_BUILDERS:
+        return isinstance(first, (ast.List, ast.Tuple)) and not first.elts
+    if qualified in ("torch.arange", "torch.range"):
+        return len(positional_args(call)) == 1 and _is_zero(first)
+    if isinstance(first, (ast.Tuple, ast.List)):
+        return any(_is_zero(item) for item in first.elts)
+    return first is not None and _is_zero(first)
+
+
+def _is_zero(expr: Optional[ast.expr]) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)

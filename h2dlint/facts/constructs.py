@@ -186,6 +186,7 @@ def host_built_tensor(expr: ast.expr, names: NameResolver, pinned_too: bool = Fa
 
 
 def is_pinned(constructor: ast.Call) -> bool:
+    """`pin_memory=` given, and not a literal False (`pin_memory=self.pin_memory` counts: it is, on CUDA)."""
     pinned = keyword_arg(constructor, "pin_memory")
     return pinned is not None and not is_false_literal(pinned.value)
 

@@ -36,8 +36,8 @@ import ast
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Optional, Tuple
 
-from h2dlint.facts.arguments import has_star_args, is_false_literal, keyword_arg, keyword_value, positional_args
-from h2dlint.facts.constructs import device_copy, is_host_device, looks_like_dtype, may_be_host_device
+from h2dlint.facts.arguments import has_star_args, is_empty_factory, is_false_literal, keyword_value, positional_args
+from h2dlint.facts.constructs import device_copy, is_host_device, is_pinned, looks_like_dtype, may_be_host_device
 from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import CYCLE, EITHER, EMPTY, UNKNOWN, Place, Placement, agree, agree_all, short
 from h2dlint.facts.scopes import NameResolver
@@ -295,7 +295,7 @@ def _is_list_sum(expr: ast.expr) -> bool:
 
 
 def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) -> Placement:
-    if _is_empty(call, qualified):
+    if is_empty_factory(call, qualified):
         return EMPTY  # `torch.zeros(0)`, `torch.tensor([])`: nothing is ever copied, wherever it lives
     placed = _placed_by_device(call, scope, depth)
     if placed is not None:
@@ -311,31 +311,9 @@ def _factory(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) 
     where = scope.device_context(call)
     if where is not None:
         return Placement(Place.DEVICE, f"is built on the device {where}")
-    if _pins(call):
+    if is_pinned(call):
         return _built(call, Place.PINNED, f"is built in pinned memory by `{qualified}(..., pin_memory=True)`")
     return _built(call, Place.PAGEABLE, f"is built on the host by `{qualified}(...)`")
-
-
-def _is_empty(call: ast.Call, qualified: str) -> bool:
-    """A factory whose size (or data) is a literal 0 or empty: `torch.empty(0)`, `torch.zeros((0,))`, `torch.tensor([])`."""
-    first = next(iter(positional_args(call)), None)
-    if qualified in _DATA:
-        return isinstance(first, (ast.List, ast.Tuple)) and not first.elts
-    if qualified in ("torch.arange", "torch.range"):
-        return len(positional_args(call)) == 1 and _is_zero(first)
-    if isinstance(first, (ast.Tuple, ast.List)):
-        return any(_is_zero(item) for item in first.elts)
-    return first is not None and _is_zero(first)
-
-
-def _is_zero(expr: ast.expr) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)
-
-
-def _pins(call: ast.Call) -> bool:
-    """`pin_memory=` given, and not a literal False (`pin_memory=self.pin_memory` counts: it is, on CUDA)."""
-    pinned = keyword_arg(call, "pin_memory")
-    return pinned is not None and not is_false_literal(pinned.value)
 
 
 def _placed_by_device(call: ast.Call, scope: PlacementScope, depth: int) -> Optional[Placement]:
@@ -343,7 +321,7 @@ def _placed_by_device(call: ast.Call, scope: PlacementScope, depth: int) -> Opti
     device = keyword_value(call, "device")
     if device is None:
         return None
-    pinned = Place.PINNED if _pins(call) else Place.PAGEABLE
+    pinned = Place.PINNED if is_pinned(call) else Place.PAGEABLE
     if is_host_device(device, scope.names):
         return _built(call, pinned, "is built on the host (`device=` names the CPU)")
     if _may_be_host(device, scope):
@@ -384,7 +362,7 @@ def _method(call: ast.Call, method: str, scope: PlacementScope, depth: int) -> O
         return _move(call, method, receiver, scope, depth)
     if method in _NEW_METHODS:
         placed = _placed_by_device(call, scope, depth) or placement_of(receiver, scope, depth + 1).unpinned()
-        if placed.place.on_host and _pins(call):
+        if placed.place.on_host and is_pinned(call):
             return _built(call, Place.PINNED, f"is built in pinned memory by `.{method}(..., pin_memory=True)`")
         return placed
     if method in VIEW_METHODS:
