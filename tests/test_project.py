@@ -240,6 +240,36 @@ def test_a_memo_table_build_is_one_time(tmp_path, run_cli):
     assert [line.split(": HTD")[0].rsplit(":", 2)[1] for line in findings(out)] == ["11"]  # only the default
 
 
+def test_a_memo_table_filled_with_other_values_than_the_one_looked_up_is_one_time(tmp_path, run_cli):
+    """`tables = CACHE.get(key)` / `if tables is None:` / `CACHE[key] = (a, b)`, inside a `with` block too
+    (vLLM's top-k/top-p tables): the block fills the table the lookup read, so it runs once per key."""
+    write_tree(
+        tmp_path,
+        {
+            "memo.py": """
+                import threading
+                import torch
+
+                _TABLES = {}
+                _LOCK = threading.Lock()
+
+                def forward(logits, rows):
+                    tables = _TABLES.get(logits.device)
+                    if tables is None:
+                        with _LOCK:
+                            low = torch.tensor(rows, device=logits.device)
+                            _TABLES[logits.device] = (low, low + 1)
+                    other = _TABLES.get(rows)
+                    if other is None:
+                        other = torch.tensor(rows, device=logits.device)
+                    return tables, other
+            """
+        },
+    )
+    _, out, _ = run_cli("check", "--output-format", "concise", str(tmp_path))
+    assert [line.split(": HTD")[0].rsplit(":", 2)[1] for line in findings(out)] == ["15"]  # not the memo's 11
+
+
 def two_classes(first, second, method):
     """Two classes whose `method` makes an H2D copy (lines 5 and 9)."""
     body = f"    def {method}(self, n):\n        return torch.tensor([n], device='cuda')\n"

@@ -88,7 +88,9 @@ def cached_build_guard(
     `self._x is None`, `getattr(self, "_x", None) is None` (`one-time-guard-none`) or `not hasattr(self, "_x")`
     (`one-time-guard-hasattr`), also on `cls.`; a memo (`one-time-guard-memo`): `if t is None:` whose body
     stores `t` in a cache (`cache[key] = t`) or back in the attribute it was read from (`tested_value`:
-    `t = self._t` before, `self._t = t` in the body), or `if key not in cache:` whose body fills `cache[...]`;
+    `t = self._t` before, `self._t = t` in the body), or fills the table `t` was read from (`t =
+    cache.get(key)` before, `cache[key] = (a, b)` in the body), or `if key not in cache:` whose body fills
+    `cache[...]`;
     or a cache that grows on demand (`one-time-guard-grows-on-demand`, see `_grows_on_demand`). The shapes
     exclude each other, so switching one off never lets another match instead."""
     if _grows_on_demand(test, body):
@@ -106,8 +108,11 @@ def cached_build_guard(
     if isinstance(subject, ast.Attribute):
         return "one-time-guard-none" if is_self(subject.value) else None
     if isinstance(subject, ast.Name):
+        table = _memo_table(tested_value) if tested_value is not None else None
         stores = any(
-            _stores_in_cache(statement, subject.id) or _stores_back(statement, subject.id, tested_value)
+            _stores_in_cache(statement, subject.id)
+            or _stores_back(statement, subject.id, tested_value)
+            or (table is not None and _fills_within(statement, table))
             for statement in body
         )
         return "one-time-guard-memo" if stores else None
@@ -224,6 +229,19 @@ def _fills(statement: ast.stmt, cache: ast.expr) -> bool:
         for target in statement.targets
     )
 
+
+
+def _fills_within(statement: ast.stmt, cache: ast.expr) -> bool:
+    """`cache[...] = ...` in `statement` or a block inside it (`with lock:`), not in a nested function: `t =
+    cache.get(key)` then `if t is None:` whose block fills `cache[key]` with what it builds runs once per key."""
+    nodes = [statement]
+    while nodes:
+        node = nodes.pop()
+        if _fills(node, cache):  # type: ignore[arg-type]
+            return True
+        nodes.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt) and not isinstance(
+            n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    return False
 
 
 def _memo_on_object(test: ast.expr, body: Sequence[ast.stmt]) -> bool:

@@ -317,8 +317,8 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     ),
     Heuristic(
         "one-time-guard-memo", _ONCE, Group.GUARD,
-        "`if t is None:` storing `t` in a cache or back in its attribute, `if key not in cache:` filling it: "
-        "once per key",
+        "`if t is None:` storing `t` in a cache or back in its attribute, or filling the table `t` was looked up "
+        "in (`t = cache.get(key)`), `if key not in cache:` filling it: once per key",
         evidence=(
             "sglang layers/attention/dsa_backend.py:3129",
             "vllm model_executor/models/diffusion_gemma.py:804",
