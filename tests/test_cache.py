@@ -239,7 +239,7 @@ def test_a_new_file_brings_its_heat(project, run_cli):
 
 
 def test_propagation_reads_nothing_that_moved_loops_ignores():
-    """What lets a run reuse the heat when a changed file differs only in what `hotness.moved_loops` ignores:
+    """What lets a run reuse the heat when a changed file differs only in what `moved_loops.moved_loops` ignores:
     sites, lines other than a loop call's, and calls that name no function of the project."""
     folder = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures")
     run = h2dlint.project.run.analyse_paths([folder], Settings(), jobs=1, use_cache=False)

@@ -368,3 +368,37 @@ class Runner:
     found = {d.span.row: d for d in check_source(source, Settings())}
     assert {row: d.level for row, d in found.items()} == {5: "per-request"}
     assert "`ModelState.add_request` runs once per request" in found[5].message
+
+
+PARTS = """\
+import torch
+
+class MoEFFN:
+    def forward(self, x, dev):
+        return torch.tensor(x, device=dev)  # only a vision block builds it: per request
+
+class VisionBlock:
+    def __init__(self):
+        self.mlp = MoEFFN()
+
+class Mlp:
+    def forward(self, x, dev):
+        return torch.tensor(x, device=dev)  # a decoder layer builds it too: per step
+
+class VisionTower:
+    def __init__(self):
+        self.mlp = Mlp()
+
+class DecoderLayer:
+    def __init__(self):
+        self.mlp = Mlp()
+"""
+
+
+def test_a_class_only_encoders_build_runs_once_per_request_and_one_a_language_model_builds_per_step():
+    found = {d.span.row: d for d in check_source(PARTS, Settings())}
+    assert {row: d.level for row, d in found.items()} == {5: "per-request", 13: "per-step"}
+    assert "`MoEFFN.forward` runs once per request (only multimodal encoders build `MoEFFN`)" in found[5].message
+    assert found[5].heuristic == "hot-per-request-encoder"
+    for settings in (Settings(preset="training"), Settings(disable_heuristics=("hot-per-request-encoder",))):
+        assert {d.span.row: d.level for d in check_source(PARTS, settings)} == {5: "per-step", 13: "per-step"}

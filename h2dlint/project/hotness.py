@@ -37,15 +37,14 @@ shows); `h2dlint.project.index.ProjectGraph` reasons across the files of a proje
 
 from __future__ import annotations
 
-import functools
 from collections import deque
-from dataclasses import fields, is_dataclass, replace
 from typing import AbstractSet, Deque, Dict, Iterator, List, Optional, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key, module_prefix
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, Marker, ModuleSummary
+from h2dlint.project.encoder_parts import ENCODER, encoder_parts
 
 
 def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
@@ -109,84 +108,7 @@ def _spread_hot(
                 queue.append(callee)
 
 
-# What propagation never reads: where functions and calls are (it names the line only of a loop call), the
-# sites, which decide only their own module's findings, and the placement exports, which only other files'
-# pending sites read (`placement_links.relink` resolves those again). Any other field, present or added later,
-# counts.
-_NOT_READ = frozenset(
-    {(ModuleSummary, "sites"), (FunctionInfo, "line"), (FunctionInfo, "end_line"), (CallRef, "line"),
-     (CallRef, "capture_line"), (ModuleSummary, "returns"), (ModuleSummary, "attribute_placements")}
-)
-MovedLoops = Dict[str, Heat]  # the tag of a loop root before an edit -> that root after it
 _Roots = List[Tuple[Key, Heat]]
-
-
-def moved_loops(old: ModuleSummary, new: ModuleSummary, module: str, names: AbstractSet[str]) -> Optional[MovedLoops]:
-    """What an edit of `module` (its summary `old` -> `new`) changes in the heat of a project whose functions
-    have `names`: None when propagation may change; otherwise the loop roots whose line moved (their heat is
-    the same but for the line its messages name), often none. A call reaches only functions of its own name,
-    so calls of other names (`torch.cat`, `len`) are never read."""
-    if _hotness_view(old, names) != _hotness_view(new, names):
-        return None
-    moved: MovedLoops = {}
-    for before, after in zip(_loop_calls(old, names), _loop_calls(new, names)):
-        was, now = _loop_root(module, before), _loop_root(module, after)
-        if moved.setdefault(was.tag, now) != now:
-            return None  # two loops that shared a line no longer do: which one a message names may change
-    return {tag: root for tag, root in moved.items() if root.tag != tag}
-
-
-def with_moved_loops(heat: Heat, moved: Dict[str, MovedLoops]) -> Heat:
-    """`heat` after edits that moved loop roots, by module (see `moved_loops`); a root's tag may go on to
-    say how often its loop repeats (`_loop_root`'s `how_often`), which the edit keeps."""
-    root = moved_root(heat, moved)
-    if root is None:
-        return heat
-    how_often = heat.tag[len(_loop_tag(heat.tag)):]
-    return replace(heat, origin=root.origin + how_often, tag=root.tag + how_often)
-
-
-def moved_root(heat: Heat, moved: Dict[str, MovedLoops]) -> Optional[Heat]:
-    """The loop root that `heat` names after the edits of `moved`, or None when its loop did not move."""
-    return moved.get(heat.module, {}).get(_loop_tag(heat.tag))
-
-
-def _loop_tag(tag: str) -> str:
-    """A loop root's tag without what it may say of how often the loop repeats."""
-    return tag.partition(" (")[0]
-
-
-def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef]:
-    return [c for c in summary.calls if c.name in names and c.loop_line is not None]
-
-
-def _hotness_view(summary: ModuleSummary, names: AbstractSet[str]) -> object:
-    """What propagation reads of `summary`, with the lines of loop calls left to `moved_loops`."""
-    calls = [replace(c, loop_line=None if c.loop_line is None else 0) for c in summary.calls if c.name in names]
-    return _comparable(replace(summary, calls=calls))
-
-
-def _comparable(value: object) -> object:
-    """`value` as nested tuples, minus what propagation never reads; dicts keep their order, which decides
-    the order of propagation (and so which of two equally short call chains a message names)."""
-    if isinstance(value, _ATOMS):
-        return value
-    if isinstance(value, dict):
-        return tuple((key, _comparable(item)) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return tuple(_comparable(item) for item in value)
-    if is_dataclass(value) and not isinstance(value, type):
-        kind = type(value)
-        return (kind.__name__,) + tuple(_comparable(getattr(value, name)) for name in _read_fields(kind))
-    return value
-
-
-_ATOMS = (str, int, float, type(None))
-
-
-@functools.lru_cache(maxsize=None)
-def _read_fields(kind: type) -> Tuple[str, ...]:
-    return tuple(f.name for f in fields(kind) if (kind, f.name) not in _NOT_READ)
 
 
 def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]:
@@ -319,9 +241,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
             continue
         caller = (module, call.caller)
         if caller in loop_levels or caller not in reached:
-            root = _loop_root(module, call, loop_levels.get(caller, PER_STEP))
+            root = loop_root(module, call, loop_levels.get(caller, PER_STEP))
         else:
-            root = _loop_root(module, call, PER_REQUEST, f" ({reached[caller].tag})")
+            root = loop_root(module, call, PER_REQUEST, f" ({reached[caller].tag})")
         targets = [callee for callee in targets if callee not in entry_points]
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)
@@ -351,14 +273,17 @@ def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
 
 
 def _named_roots(graph: CallGraph, settings: Settings) -> Iterator[Tuple[Key, Heat]]:
+    parts = encoder_parts(graph, settings)
     for module, summary in graph.modules():
         for qualname, function in summary.functions.items():
-            root = _hot_root(function, summary, module, settings)
+            root = _hot_root(function, summary, module, settings, parts)
             if root is not None:
                 yield (module, qualname), root
 
 
-def _hot_root(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
+def _hot_root(
+    function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings, parts: AbstractSet[str]
+) -> Optional[Heat]:
     """The heat a function has of itself: a marker, a per-step name, a custom-op registration."""
     qualname = function.qualname
     marked = _marked(function, summary, module, Marker.HOT) if settings.enabled("hot-marker") else None
@@ -366,22 +291,27 @@ def _hot_root(function: FunctionInfo, summary: ModuleSummary, module: str, setti
         return marked
     by_name = settings.hot_name_heuristic(function.name, _class_name(function))
     if by_name is not None:
-        return _named_root(function, module, settings, by_name)
+        return _named_root(function, module, settings, by_name, parts)
     if function.custom_op is not None and settings.enabled("hot-custom-op"):
         origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
         return _hot(origin, "a custom op", module, "hot-custom-op")
     return None
 
 
-def _named_root(function: FunctionInfo, module: str, settings: Settings, heuristic: str) -> Heat:
+def _named_root(
+    function: FunctionInfo, module: str, settings: Settings, heuristic: str, parts: AbstractSet[str]
+) -> Heat:
     qualname = function.qualname
     class_name = _class_name(function)
     by_name = settings.is_per_request_name(function.name, class_name)
     by_class = None if by_name else settings.per_request_class_heuristic(class_name)
-    if by_name or by_class is not None:
+    part = not by_name and by_class is None and class_name in parts
+    if by_name or by_class is not None or part:
         origin = f"`{HERE}{qualname}` runs once per request"
         if by_class is not None:
             origin, heuristic = f"{origin} (a multimodal encoder or projector)", by_class
+        elif part:
+            origin, heuristic = f"{origin} (only multimodal encoders build `{class_name}`)", ENCODER
         loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
         return Heat(
             True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic, loop_level=loops
@@ -393,7 +323,7 @@ def _hot(origin: str, tag: str, module: str, heuristic: str) -> Heat:
     return Heat(True, origin, tag, module=module, heuristic=heuristic)
 
 
-def _loop_root(module: str, call: CallRef, level: str = PER_STEP, how_often: str = "") -> Heat:
+def loop_root(module: str, call: CallRef, level: str = PER_STEP, how_often: str = "") -> Heat:
     """The heat a call in a loop gives the functions it reaches; `level` is how often the caller's loops
     repeat, and `how_often` says so where the caller's name does not ("(per request)")."""
     where = "module level" if call.caller == MODULE else f"`{HERE}{call.caller}`"

@@ -5,7 +5,7 @@
              the graph (`placement_links`) -> diagnostics per file
 
 With the cache, a run where nothing changed returns the last run's results; one where some files changed
-re-summarises only those, and when the edits leave propagation's input as it was (`hotness.moved_loops`),
+re-summarises only those, and when the edits leave propagation's input as it was (`moved_loops.moved_loops`),
 keeps the last run's heat and recomputes only the findings it must (`_recheck_changed`).
 
 Nothing here decides what a finding is: summaries come from `analyzer.summarize_source`, heat from
@@ -31,7 +31,8 @@ from h2dlint.project.confirmed import heat_by_line, with_observed_syncs
 from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.fingerprints import content_keys, fingerprint, layout_key, same_stat, unchanged_since
 from h2dlint.project.findings import FileResult, diagnostics
-from h2dlint.project.hotness import MovedLoops, moved_loops, moved_root, propagate, with_moved_loops
+from h2dlint.project.hotness import propagate
+from h2dlint.project.moved_loops import MovedLoops, moved_loops, moved_root, with_moved_loops
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_names import module_names
 from h2dlint.project.observed import observe

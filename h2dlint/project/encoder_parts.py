@@ -1,0 +1,56 @@
+"""Classes that only a multimodal encoder builds: a vision tower's MoE feed-forward (dots3's `MoESwiGLUFFN`), a
+time-series encoder's subsampling. Their `forward` runs when the encoder runs, once per request in a serving
+engine (`hot-per-request-encoder`), though no class glob names them.
+
+A class is such a part when every call of its constructor in the project (`C(...)`, `mod.C(...)`) is made in a
+method of an encoder class (`Settings.per_request_class_heuristic`) or of another part. One built anywhere else
+(at module level, in a function, in a language model's method) is none, and so is a name two classes share:
+their constructors cannot be told apart, and the calls of both count."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import defaultdict
+from typing import Dict, FrozenSet, Set
+
+from h2dlint.checker.call_graph import CallGraph
+from h2dlint.facts.heuristics import BY_ID
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import CallKind
+
+ENCODER = "hot-per-request-encoder"
+_OUTSIDE_A_CLASS = ""  # the builder of a constructor call made at module level or in a plain function
+
+
+def encoder_parts(graph: CallGraph, settings: Settings) -> FrozenSet[str]:
+    """The names of the project's classes that only encoders, or other such parts, build (see above)."""
+    if not settings.enabled(ENCODER):
+        return frozenset()
+    builders = _builders(graph)
+    language_models = BY_ID[ENCODER].exceptions  # an encoder may build a language model: that runs per step
+    parts: Set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, owners in builders.items():
+            if name in parts or any(fnmatch.fnmatchcase(name, pattern) for pattern in language_models):
+                continue
+            if all(owner in parts or settings.per_request_class_heuristic(owner or None) for owner in owners):
+                parts.add(name)
+                changed = True
+    return frozenset(parts)
+
+
+def _builders(graph: CallGraph) -> Dict[str, Set[str]]:
+    """Class name -> the names of the classes whose methods call its constructor (`_OUTSIDE_A_CLASS` for
+    other callers), over the classes the project defines."""
+    classes = {qualname.rsplit(".", 1)[-1] for _, summary in graph.modules() for qualname in summary.classes}
+    builders: Dict[str, Set[str]] = defaultdict(set)
+    for _, summary in graph.modules():
+        for call in summary.calls:
+            if call.kind not in (CallKind.NAME, CallKind.ATTR) or call.name not in classes:
+                continue
+            caller = summary.functions.get(call.caller)
+            owner = caller.class_qualname if caller is not None else None
+            builders[call.name].add(owner.rsplit(".", 1)[-1] if owner else _OUTSIDE_A_CLASS)
+    return builders
