@@ -26,16 +26,20 @@ def encoder_parts(graph: CallGraph, settings: Settings) -> FrozenSet[str]:
     """The names of the project's classes that only encoders, or other such parts, build (see above)."""
     if not settings.enabled(ENCODER):
         return frozenset()
-    builders = _builders(graph)
     language_models = BY_ID[ENCODER].exceptions  # an encoder may build a language model: that runs per step
+    candidates = {
+        name: owners
+        for name, owners in _builders(graph).items()
+        if _OUTSIDE_A_CLASS not in owners and not any(fnmatch.fnmatchcase(name, p) for p in language_models)
+    }
+    encoders = {owner for owners in candidates.values() for owner in owners
+                if settings.per_request_class_heuristic(owner) is not None}
     parts: Set[str] = set()
     changed = True
-    while changed:
+    while changed:  # a part of a part (a block's feed-forward) is found once its builder is
         changed = False
-        for name, owners in builders.items():
-            if name in parts or any(fnmatch.fnmatchcase(name, pattern) for pattern in language_models):
-                continue
-            if all(owner in parts or settings.per_request_class_heuristic(owner or None) for owner in owners):
+        for name, owners in candidates.items():
+            if name not in parts and all(owner in encoders or owner in parts for owner in owners):
                 parts.add(name)
                 changed = True
     return frozenset(parts)
