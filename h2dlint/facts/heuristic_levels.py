@@ -18,7 +18,8 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         "hot-per-request-encoder", _HOT, Group.NAME,
         "a serving engine runs its vision and audio encoders (`*Vision*`, `*ViT*`, `*Encoder*` classes), and the "
         "projectors that map their features into the language model (`*Projector*`), once per request with "
-        "images or audio, not per decode step: their per-step names (`forward`) run per request",
+        "images or audio, not per decode step: their per-step names (`forward`) run per request, and so do those "
+        "of the classes only they build (`project.encoder_parts`)",
         ("*Vision*", "*ViT*", "*Vit[A-Z0-9_]*", "*Visual*", "*Siglip*", "*Encoder*", "*Resampler*", "*Projector*"),
         evidence=(
             "sglang models/qwen3_vl.py:1013",
