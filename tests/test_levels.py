@@ -402,3 +402,10 @@ def test_a_class_only_encoders_build_runs_once_per_request_and_one_a_language_mo
     assert found[5].heuristic == "hot-per-request-encoder"
     for settings in (Settings(preset="training"), Settings(disable_heuristics=("hot-per-request-encoder",))):
         assert {d.span.row: d.level for d in check_source(PARTS, settings)} == {5: "per-step", 13: "per-step"}
+
+
+def test_a_class_built_through_a_dotted_module_path_outside_an_encoder_is_no_part():
+    source = PARTS.replace("class DecoderLayer:\n    def __init__(self):\n        self.mlp = Mlp()",
+                           "class DecoderLayer:\n    def __init__(self):\n        self.mlp = models.blocks.Mlp()")
+    assert "models.blocks.Mlp()" in source
+    assert {d.span.row: d.level for d in check_source(source, Settings())} == {5: "per-request", 13: "per-step"}

@@ -2,8 +2,8 @@
 time-series encoder's subsampling. Their `forward` runs when the encoder runs, once per request in a serving
 engine (`hot-per-request-encoder`), though no class glob names them.
 
-A class is such a part when every call of its constructor in the project (`C(...)`, `mod.C(...)`) is made in a
-method of an encoder class (`Settings.per_request_class_heuristic`) or of another part. One built anywhere else
+A class is such a part when every call of its name in the project (`C(...)`, `mod.C(...)`, `self.C(...)`) is
+made in a method of an encoder class (`Settings.per_request_class_heuristic`) or of another part. One built anywhere else
 (at module level, in a function, in a language model's method) is none, and so is a name two classes share:
 their constructors cannot be told apart, and the calls of both count."""
 
@@ -52,8 +52,8 @@ def _builders(graph: CallGraph) -> Dict[str, Set[str]]:
     builders: Dict[str, Set[str]] = defaultdict(set)
     for _, summary in graph.modules():
         for call in summary.calls:
-            if call.kind not in (CallKind.NAME, CallKind.ATTR) or call.name not in classes:
-                continue
+            if call.kind is CallKind.TABLE or call.name not in classes:
+                continue  # any call of the name may build it: `C()`, `mod.C()`, `pkg.mod.C()`, `self.C()`
             caller = summary.functions.get(call.caller)
             owner = caller.class_qualname if caller is not None else None
             builders[call.name].add(owner.rsplit(".", 1)[-1] if owner else _OUTSIDE_A_CLASS)
