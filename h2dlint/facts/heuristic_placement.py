@@ -1,0 +1,53 @@
+"""The heuristics that say where a tensor lives by its name or by where it comes from
+(`PLACEMENT_CONVENTIONS`, read by `facts.placement_conventions`, `facts.placement_typed` and
+`facts.placement_callers`): part of the registry of `h2dlint.facts.heuristics`. Switched off, a convention
+leaves the tensors it names unknown, and an unknown tensor is never reported."""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+from h2dlint.facts.heuristic_types import Effect, Group, Heuristic
+
+# Naming conventions for where a tensor lives (`facts.placement_conventions`), matched against the last name of
+# an expression (`batch.seq_lens_cpu`: `seq_lens_cpu`). Engines keep host mirrors of device tensors under these
+# names (sglang `seq_lens_cpu`, vLLM `query_start_loc_cpu` and the `.cpu`/`.np`/`.gpu` halves of `CpuGpuBuffer`).
+PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
+    Heuristic(
+        "placement-name-host", Effect.PLACEMENT, Group.CONVENTION,
+        "engines name host tensors and host mirrors `*_cpu` (`seq_lens_cpu_int`), `*_host`, `*_np`, `cpu_*`, and a "
+        "buffer pair's host half `.cpu`/`.np`",
+        ("*_cpu", "*_cpu_*", "*_host", "*_np", "cpu_*", "host_*", "cpu", "np"),
+    ),
+    Heuristic(
+        "placement-name-device", Effect.PLACEMENT, Group.CONVENTION,
+        "engines name device tensors `*_gpu`, `*_cuda`, `gpu_*`, and a buffer pair's device half `.gpu`",
+        ("*_gpu", "*_cuda", "gpu_*", "cuda_*", "gpu"),
+    ),
+    Heuristic(
+        "placement-name-model-output", Effect.PLACEMENT, Group.CONVENTION,
+        "a model's outputs are where the model runs: `logits` and `*_logits` come out of the language-model head "
+        "on the accelerator; a host name (`cpu_logits`) wins, and a host provenance (`.cpu()`) contradicts it: unknown",
+        ("logits", "*_logits"),
+        evidence=(
+            "sglang dllm/algorithm/gemma4_renoise.py:328",
+            "vllm v1/sample/thinking_budget_state.py:568",
+            "lmdeploy pytorch/memdecode/fusion.py:174",
+        ),
+    ),
+    Heuristic(
+        "placement-sibling-host-mirror", Effect.PLACEMENT, Group.CONVENTION,
+        "a tensor whose `<name>_cpu` (or `_host`) sibling exists is the device copy that the mirror shadows; "
+        "not in a function that makes that mirror of it (`self.lens_cpu = lens`: `lens` is the host data)",
+    ),
+    Heuristic(
+        "placement-parameter-named-like-class", Effect.PLACEMENT, Group.CONVENTION,
+        "an unannotated parameter of two or more words spelt as the one project class of that name holds an "
+        "instance of it (`forward_batch`: `ForwardBatch`), for where its attributes live",
+    ),
+    Heuristic(
+        "placement-parameter-from-callers", Effect.PLACEMENT, Group.CONVENTION,
+        "a parameter of a private function (`_pack`, `self._pack`) lives where every call of it in its module, "
+        "all of its references there, passes it: a leading underscore keeps its callers in that module",
+    ),
+)
