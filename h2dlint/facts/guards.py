@@ -15,6 +15,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Sequ
 
 from h2dlint.facts.arguments import string_value
 from h2dlint.facts.heuristics import BY_ID
+from h2dlint.facts.placement_exports import statements_within
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import is_none, is_self, last_name
 
@@ -234,14 +235,7 @@ def _fills(statement: ast.stmt, cache: ast.expr) -> bool:
 def _fills_within(statement: ast.stmt, cache: ast.expr) -> bool:
     """`cache[...] = ...` in `statement` or a block inside it (`with lock:`), not in a nested function: `t =
     cache.get(key)` then `if t is None:` whose block fills `cache[key]` with what it builds runs once per key."""
-    nodes = [statement]
-    while nodes:
-        node = nodes.pop()
-        if _fills(node, cache):  # type: ignore[arg-type]
-            return True
-        nodes.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt) and not isinstance(
-            n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
-    return False
+    return any(_fills(node, cache) for node in statements_within([statement]))
 
 
 def _memo_on_object(test: ast.expr, body: Sequence[ast.stmt]) -> bool:

@@ -45,7 +45,13 @@ def imported_names(body: List[ast.stmt]) -> Tuple[FrozenSet[str], bool]:
 def own_statements(function: FunctionNode) -> Iterator[ast.stmt]:
     """The statements of `function`'s body, not those of functions or classes nested in it: where its
     `return`s and `self.x = ...` assignments are (an expression holds no statement)."""
-    pending: List[ast.stmt] = list(function.body)
+    return statements_within(function.body)
+
+
+def statements_within(body: List[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of `body` and of the blocks inside them (branches, loops, `with`, handlers, cases), not
+    those of functions or classes nested there."""
+    pending: List[ast.stmt] = list(body)
     while pending:
         node = pending.pop()
         yield node
