@@ -155,6 +155,11 @@ class Settings:
         classes = (h for h in PER_REQUEST_CLASSES if self._serving_level(h.id))
         return next((h.id for h in classes if _is_class_of(h, class_name)), None)
 
+    def runs_per_step_in_any_case(self, class_name: str) -> bool:
+        """Whether class `class_name` is one the per-request class heuristics leave per step (their exceptions:
+        a language model, `*ForCausalLM*`), even where an encoder builds it."""
+        return any(_compiled(h.exceptions)(class_name) is not None for h in PER_REQUEST_CLASSES)
+
     def loops_repeat_per_request(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether the loops of function `name` (of `class_name`), which runs once per request, repeat per
         request (`hot-per-request-loop`), not per step: serving defaults only, as a pipeline's loop and a

@@ -3,18 +3,16 @@ time-series encoder's subsampling. Their `forward` runs when the encoder runs, o
 engine (`hot-per-request-encoder`), though no class glob names them.
 
 A class is such a part when every call of its name in the project (`C(...)`, `mod.C(...)`, `self.C(...)`) is
-made in a method of an encoder class (`Settings.per_request_class_heuristic`) or of another part. One built anywhere else
-(at module level, in a function, in a language model's method) is none, and so is a name two classes share:
-their constructors cannot be told apart, and the calls of both count."""
+made in a method of an encoder class (`Settings.per_request_class_heuristic`) or of another part. One built
+anywhere else (at module level, in a function, in a language model's method) is none, and so is a name two
+classes share: their constructors cannot be told apart, and the calls of both count."""
 
 from __future__ import annotations
 
-import fnmatch
 from collections import defaultdict
 from typing import Dict, FrozenSet, Set
 
 from h2dlint.checker.call_graph import CallGraph
-from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import CallKind
 
@@ -26,11 +24,10 @@ def encoder_parts(graph: CallGraph, settings: Settings) -> FrozenSet[str]:
     """The names of the project's classes that only encoders, or other such parts, build (see above)."""
     if not settings.enabled(ENCODER):
         return frozenset()
-    language_models = BY_ID[ENCODER].exceptions  # an encoder may build a language model: that runs per step
-    candidates = {
+    candidates = {  # an encoder may build a language model: that runs per step
         name: owners
         for name, owners in _builders(graph).items()
-        if _OUTSIDE_A_CLASS not in owners and not any(fnmatch.fnmatchcase(name, p) for p in language_models)
+        if _OUTSIDE_A_CLASS not in owners and not settings.runs_per_step_in_any_case(name)
     }
     encoders = {owner for owners in candidates.values() for owner in owners
                 if settings.per_request_class_heuristic(owner) is not None}
