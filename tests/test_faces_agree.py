@@ -22,8 +22,8 @@ LOOP = """\
     from pkg.batching import pack_ids
 
 
-    def generate(requests, device):
-        for ids in requests:
+    def generate(batches, device):
+        for ids in batches:
             yield pack_ids(ids, device)
     """
 BATCHING = """\
@@ -147,7 +147,7 @@ def test_stdin_that_does_not_parse_is_one_line_and_fix_gives_it_back(project):
 
 def test_fix_on_a_subset_fixes_only_those_files_with_the_whole_projects_heat(project, run_cli):
     write(project, "pkg/other.py", BATCHING.replace("pack_ids", "other_ids"))
-    more = "def more(requests, device):\n    from pkg.other import other_ids\n\n    for ids in requests:\n"
+    more = "def more(batches, device):\n    from pkg.other import other_ids\n\n    for ids in batches:\n"
     write(project, "pkg/loop.py", textwrap.dedent(LOOP) + "\n\n" + more + "        yield other_ids(ids, device)\n")
     other = (project / "pkg" / "other.py").read_text()
     code, out, _ = run_cli("check", "--fix", "pkg/batching.py", cwd=project)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
 from conftest import write
 
+from h2dlint.facts.iteration import iterates_requests
 from h2dlint.facts.settings import Settings
 from h2dlint.project.findings import check_source
 
@@ -348,7 +350,11 @@ def test_tokenizing_a_request_runs_once_per_request_though_a_loop_over_requests_
     assert {row: d.level for row, d in found.items()} == {9: "per-request", 17: "per-step"}
     assert "`TokenizerManager._tokenize_one_request` runs once per request" in found[9].message
     assert found[9].heuristic == "hot-name-new-request"
-    off = {d.span.row: d.level for d in check_source(TOKENIZE, Settings(disable_heuristics=("hot-name-new-request",)))}
+    by_loop = check_source(TOKENIZE, Settings(disable_heuristics=("hot-name-new-request",)))
+    assert {d.span.row: d.heuristic for d in by_loop} == {9: "hot-per-request-loop-over-requests", 17: "hot-name-step"}
+    assert {d.span.row: d.level for d in by_loop} == {9: "per-request", 17: "per-step"}
+    both = ("hot-name-new-request", "hot-per-request-loop-over-requests")
+    off = {d.span.row: d.level for d in check_source(TOKENIZE, Settings(disable_heuristics=both))}
     assert off == {9: "per-step", 17: "per-step"}
 
 
@@ -409,3 +415,69 @@ def test_a_class_built_through_a_dotted_module_path_outside_an_encoder_is_no_par
                            "class DecoderLayer:\n    def __init__(self):\n        self.mlp = models.blocks.Mlp()")
     assert "models.blocks.Mlp()" in source
     assert {d.span.row: d.level for d in check_source(source, Settings())} == {5: "per-request", 13: "per-step"}
+
+
+TRANSFER = """\
+import torch
+
+class Sender:
+    def send_all(self, batch):
+        for i, req in enumerate(batch.reqs):
+            self.send_one(req)
+        for t in batch.chunks:
+            self.send_chunk(t)
+
+    def send_one(self, req):
+        return torch.tensor(req.ids, device="cuda")
+
+    def send_chunk(self, t):
+        return torch.tensor(t, device="cuda")
+
+    def drain(self, rid_list):
+        for rid in rid_list:
+            torch.tensor([rid], device="cuda")
+
+    def forward(self, batch):
+        for req in batch.reqs:
+            torch.tensor(req.ids, device="cuda")
+"""
+
+
+def test_a_loop_over_requests_in_unknown_code_runs_its_calls_and_sites_per_request():
+    found = {d.span.row: d for d in check_source(TRANSFER, Settings())}
+    assert found[11].level == "per-request"
+    assert "called in a loop over requests at line 5 of `Sender.send_all`" in found[11].message
+    assert found[14].level == "per-step"  # a loop over chunks, not requests
+    assert found[18].level == "per-request"
+    assert "in a loop over requests at line 17" in found[18].message
+    assert found[22].level == "per-step"  # per-step code looping over its batch's requests stays per step
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [Settings(preset="training"), Settings(disable_heuristics=("hot-per-request-loop-over-requests",))],
+    ids=["training", "switched-off"],
+)
+def test_loops_over_requests_are_per_step_without_the_serving_heuristic(settings):
+    found = {d.span.row: d for d in check_source(TRANSFER, settings)}
+    assert {found[row].level for row in (11, 18)} == {"per-step"}
+
+
+@pytest.mark.parametrize(
+    "header, over_requests",
+    [
+        ("for req in reqs:", True),
+        ("for i, req in enumerate(batch.reqs):", True),
+        ("for req_id, blocks in meta.reqs_to_fill.items():", True),
+        ("for a, b in zip(self.running_requests, sizes):", True),
+        ("for r in batch.reqs[:n]:", True),
+        ("for rid in rids:", True),
+        ("for tok in tokens:", False),
+        ("for layer in self.layers:", False),
+        ("for required in needs:", False),
+    ],
+)
+def test_which_loops_go_over_requests(header, over_requests):
+    loop = ast.parse(f"{header}\n    pass").body[0]
+    assert iterates_requests(loop.target, loop.iter, Settings().request_loop_names()) is over_requests
+    assert not iterates_requests(loop.target, loop.iter, Settings(preset="training").request_loop_names())

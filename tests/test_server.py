@@ -16,7 +16,7 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 
 LOOP = (
     "from pkg.batching import pack_ids\n\n\n"
-    "def generate(requests, device):\n    for ids in requests:\n        yield pack_ids(ids, device)\n"
+    "def generate(batches, device):\n    for ids in batches:\n        yield pack_ids(ids, device)\n"
 )
 BATCHING = "import torch\n\n\ndef pack_ids(ids, device):\n    return torch.tensor(list(ids), device=device)\n"
 
@@ -103,7 +103,7 @@ def test_open_change_save_hover_and_code_action(tmp_path):
             assert moved.range.start.line == 5
 
             # Saving a change in the other file (the caller's loop gone) reaches this file's verdict.
-            (tmp_path / "pkg" / "loop.py").write_text(LOOP.replace("for ids in requests:\n        yield", "yield"))
+            (tmp_path / "pkg" / "loop.py").write_text(LOOP.replace("for ids in batches:\n        yield", "yield"))
             s.client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
             assert list((await s.next_diagnostics()).diagnostics) == []
         finally:

@@ -35,7 +35,7 @@ from h2dlint.facts.guards import (
     once_flags,
     tested_value,
 )
-from h2dlint.facts.iteration import is_fixed_iteration
+from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.multimodal_branches import tests_multimodal_presence
 from h2dlint.facts.placement_conventions import conventions_from, mirror_names
@@ -71,6 +71,7 @@ class Walk:
         self._enabled = settings.enabled  # heuristics switched off leave their regions unmarked
         self._settings = settings
         self._multimodal_branches = settings.multimodal_branches_per_request()
+        self._request_loop_names = settings.request_loop_names()
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
         self.context = Context(self._names)
@@ -246,7 +247,8 @@ class Walk:
         if self._is_fixed_iteration(node.iter):
             self._visit_all(node.body)
         else:
-            self._visit_in_region(node.body, (LoopKind.LOOP, node.lineno))
+            over_requests = iterates_requests(node.target, node.iter, self._request_loop_names)
+            self._visit_in_region(node.body, (LoopKind.REQUESTS if over_requests else LoopKind.LOOP, node.lineno))
         self._visit_all(node.orelse)
 
     def _visit_while(self, node: ast.While) -> None:

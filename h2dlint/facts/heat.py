@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Iterable, Optional, Tuple
 
-from h2dlint.facts.summary import Site
+from h2dlint.facts.summary import LoopKind, Site
 
 Key = Tuple[str, str]  # (module, qualname); the module is "" when reasoning about one module alone
 
@@ -112,7 +112,11 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
         return None
     per_request = site.per_miss or site.multimodal_branch is not None
     if site.loop is not None and (owner is None or owner.hot or owner.observed == 1):
-        return PER_REQUEST if per_request else (owner.loop_level if owner is not None and owner.hot else PER_STEP)
+        if per_request:
+            return PER_REQUEST
+        if owner is not None and owner.hot:
+            return owner.loop_level
+        return PER_REQUEST if site.loop[0] is LoopKind.REQUESTS else PER_STEP
     if owner is not None and owner.hot:
         return PER_REQUEST if per_request else owner.level
     return None

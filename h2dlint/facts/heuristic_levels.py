@@ -45,6 +45,20 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         exceptions=("*Pipeline.__call__",),
     ),
     Heuristic(
+        "hot-per-request-loop-over-requests", _HOT, Group.LOOP,
+        "a loop over the requests (`for req in batch.reqs:`, `for rid in request_ids:`) runs its body once per "
+        "request: in code not known to run per step, what it calls runs per request, not per step (per-step "
+        "code that reaches the same function still makes it per step)",
+        # Matched against the loop's target names and the last name of what it iterates (`enumerate(x.reqs)`).
+        ("req", "request", "*_req", "*_request", "reqs", "requests", "*_reqs", "*_requests", "req_id",
+         "request_id", "req_ids", "request_ids", "*_req_ids", "*_request_ids", "rid", "rids"),
+        evidence=(
+            "sglang disaggregation/common/dcp_pack.py:74",
+            "sglang disaggregation/common/staging_buffer.py:440",
+            "sglang disaggregation/common/staging_buffer.py:515",
+        ),
+    ),
+    Heuristic(
         "hot-per-request-multimodal-branch", _HOT, Group.GUARD,
         "a language model takes images, audio or video only in the prefill of the requests that bring them: "
         "`if pixel_values is not None:` (or `len(images) > 0`, `need_vision.any()`) runs once per request",

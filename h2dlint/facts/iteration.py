@@ -1,9 +1,12 @@
 """Loops that repeat steps written in the source (`for v in (a, b, c):`) rather than running once per item of
-data: their bodies are not per-step."""
+data: their bodies are not per-step. And loops over requests (`for req in batch.reqs:`), whose bodies run once
+per request."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
+from typing import Iterator, Sequence
 
 from h2dlint.facts.scopes import NameResolver
 
@@ -50,3 +53,42 @@ def _is_constant_collection(expr: ast.expr, depth: int = 0) -> bool:
             _is_constant_collection(a, depth + 1) for a in expr.args
         )
     return False
+
+
+_WRAPPERS = frozenset({"enumerate", "zip", "sorted", "reversed", "list", "tuple", "set"})
+_VIEWS = frozenset({"items", "keys", "values", "copy"})
+
+
+def iterates_requests(target: ast.expr, iterable: ast.expr, patterns: Sequence[str]) -> bool:
+    """Whether a `for` loop goes over requests, by its names: a target (`req`, `rid`, any element of
+    `for i, req in ...`) or the last name of the iterable (`batch.reqs`, `enumerate(self.requests)`,
+    `reqs_to_fill.items()`) matches one of `patterns` (`hot-per-request-loop-over-requests`)."""
+    if not patterns:
+        return False
+    names = [*_target_names(target), *_iterated_names(iterable)]
+    return any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in patterns)
+
+
+def _target_names(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+
+
+def _iterated_names(iterable: ast.expr) -> Iterator[str]:
+    """The names a loop's iterable ends in, through `enumerate`/`zip`/`sorted` and `.items()`-like views."""
+    if isinstance(iterable, ast.Call):
+        func = iterable.func
+        if isinstance(func, ast.Name) and func.id in _WRAPPERS:
+            for argument in iterable.args:
+                yield from _iterated_names(argument)
+        elif isinstance(func, ast.Attribute) and func.attr in _VIEWS and not iterable.args:
+            yield from _iterated_names(func.value)
+    elif isinstance(iterable, ast.Subscript):
+        yield from _iterated_names(iterable.value)
+    elif isinstance(iterable, ast.Name):
+        yield iterable.id
+    elif isinstance(iterable, ast.Attribute):
+        yield iterable.attr

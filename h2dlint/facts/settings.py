@@ -34,6 +34,7 @@ DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_p
 NameTable = Tuple[Tuple[str, str], ...]  # (glob, the id of the heuristic it belongs to), in matching order
 
 PER_REQUEST_LOOP = BY_ID["hot-per-request-loop"]
+PER_REQUEST_LOOP_OVER_REQUESTS = BY_ID["hot-per-request-loop-over-requests"]
 
 # Entry points that run once per request, not per step: a hot name matching one of these is per-request.
 # The loops inside them (a pipeline's denoising loop) are per step all the same (see `facts.heat.site_level`).
@@ -167,6 +168,11 @@ class Settings:
         if not self._serving_level(PER_REQUEST_LOOP.id):
             return False
         return not _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
+
+    def request_loop_names(self) -> Tuple[str, ...]:
+        """The globs of the names that make a loop one over requests (`hot-per-request-loop-over-requests`);
+        none unless serving's level heuristics apply, as a trainer has no requests."""
+        return PER_REQUEST_LOOP_OVER_REQUESTS.patterns if self._serving_level(PER_REQUEST_LOOP_OVER_REQUESTS.id) else ()
 
     def multimodal_branches_per_request(self) -> bool:
         """Whether a branch taken only with images, audio or video runs per request

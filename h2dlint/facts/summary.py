@@ -26,6 +26,7 @@ class LoopKind(Enum):
     """What repeats the code of a loop region; the value is how messages name it ("in a loop at line 9")."""
 
     LOOP = "loop"  # `for` and `while`
+    REQUESTS = "loop over requests"  # `for req in batch.reqs:` (`hot-per-request-loop-over-requests`)
     COMPREHENSION = "comprehension"  # the element and filters of a comprehension or generator
 
 
@@ -124,6 +125,7 @@ class CallRef:
     owner: Optional[str]  # the plain name X for CallKind.ATTR
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
+    loop_over_requests: bool = False  # that loop goes over requests (`facts.iteration.iterates_requests`)
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     # The id of the one-time guard around the call (`if self._x is None:`: `one-time-guard-none`), if any:
     # such a call spreads no heat

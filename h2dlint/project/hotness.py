@@ -43,7 +43,7 @@ from typing import AbstractSet, Deque, Dict, Iterator, List, Optional, Tuple
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key, module_prefix
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, Marker, ModuleSummary
+from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, LoopKind, Marker, ModuleSummary
 from h2dlint.project.encoder_parts import ENCODER, encoder_parts
 
 
@@ -240,7 +240,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
         caller = (module, call.caller)
-        if caller in loop_levels or caller not in reached:
+        if call.loop_over_requests:
+            root = loop_root(module, call, PER_REQUEST)
+        elif caller in loop_levels or caller not in reached:
             root = loop_root(module, call, loop_levels.get(caller, PER_STEP))
         else:
             root = loop_root(module, call, PER_REQUEST, f" ({reached[caller].tag})")
@@ -327,6 +329,7 @@ def loop_root(module: str, call: CallRef, level: str = PER_STEP, how_often: str 
     """The heat a call in a loop gives the functions it reaches; `level` is how often the caller's loops
     repeat, and `how_often` says so where the caller's name does not ("(per request)")."""
     where = "module level" if call.caller == MODULE else f"`{HERE}{call.caller}`"
-    loop = f"in a loop at line {call.loop_line} of {where}{how_often}"
-    return Heat(True, f"called {loop}", loop, module=module, level=level, heuristic="hot-called-in-loop",
-                loop_level=level)
+    kind = LoopKind.REQUESTS if call.loop_over_requests else LoopKind.LOOP
+    loop = f"in a {kind.value} at line {call.loop_line} of {where}{how_often}"
+    heuristic = "hot-per-request-loop-over-requests" if call.loop_over_requests else "hot-called-in-loop"
+    return Heat(True, f"called {loop}", loop, module=module, level=level, heuristic=heuristic, loop_level=level)
