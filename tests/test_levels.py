@@ -481,3 +481,30 @@ def test_which_loops_go_over_requests(header, over_requests):
     loop = ast.parse(f"{header}\n    pass").body[0]
     assert iterates_requests(loop.target, loop.iter, Settings().request_loop_names()) is over_requests
     assert not iterates_requests(loop.target, loop.iter, Settings(preset="training").request_loop_names())
+
+
+ENCODER_PROTOCOL = """\
+import torch
+
+class GPUModelRunner:
+    def execute_model(self, batch):
+        self._execute_mm_encoder(batch)
+        return torch.tensor(batch.ids, device="cuda")
+
+    def _execute_mm_encoder(self, batch):
+        for item in batch.mm_items:
+            self.model.encoder_eager_forward(item)
+
+class VisionModelForConditionalGeneration:
+    def encoder_eager_forward(self, item):
+        return torch.tensor(item.sizes, device="cuda")
+
+    def prepare_encoder_cudagraph_replay_buffers(self, item):
+        return torch.tensor(item.sizes, device="cuda")
+"""
+
+
+def test_vllm_runs_its_multimodal_encoder_once_per_request():
+    found = {d.span.row: d for d in check_source(ENCODER_PROTOCOL, Settings())}
+    assert {row: d.level for row, d in found.items()} == {6: "per-step", 14: "per-request", 17: "per-request"}
+    assert "`VisionModelForConditionalGeneration.encoder_eager_forward` runs once per request" in found[14].message

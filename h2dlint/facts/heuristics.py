@@ -114,8 +114,10 @@ HOT_NAMES: Tuple[Heuristic, ...] = (
         ),
     ),
     _names(
-        "hot-name-multimodal", _HOT, "multimodal encoders run once per request with images, audio or video",
-        ("get_*_feature", "embed_multimodal"),
+        "hot-name-multimodal", _HOT,
+        "multimodal encoders run once per request with images, audio or video (vLLM's runner runs them in "
+        "`_execute_mm_encoder`)",
+        ("get_*_feature", "embed_multimodal", "*execute_mm_encoder*"),
         evidence=(
             "sglang models/gemma3n_mm.py:360",
             "sglang models/lfm2_vl.py:250",
