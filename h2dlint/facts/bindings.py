@@ -12,7 +12,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 
 from h2dlint.facts.comprehensions import Comprehensions, loop_items
 from h2dlint.facts.reaching import Binding, Position, Span
-from h2dlint.facts.syntax import child_nodes
+from h2dlint.facts.syntax import child_nodes, target_names
 
 TORCH = "torch"
 
@@ -145,16 +145,6 @@ def parameter_names(args: ast.arguments) -> Iterable[str]:
             yield arg.arg
 
 
-def _target_names(target: ast.expr) -> Iterable[str]:
-    if isinstance(target, ast.Name):
-        yield target.id
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for element in target.elts:
-            yield from _target_names(element)
-    elif isinstance(target, ast.Starred):
-        yield from _target_names(target.value)
-
-
 class _BindingCollector:
     """Collects the names bound directly in one scope, without entering nested scopes."""
 
@@ -207,7 +197,7 @@ class _BindingCollector:
     # Each binder records what `node` binds and returns whether to visit its children.
 
     def _bind_targets(self, target: ast.expr, where: Position) -> None:
-        for name in _target_names(target):
+        for name in target_names(target):
             self.bind(name, where)
 
     def _nested_scope(self, node: "ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef") -> bool:

@@ -9,6 +9,7 @@ import fnmatch
 from typing import Iterator, Sequence
 
 from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.syntax import last_name, target_names
 
 
 def is_fixed_iteration(iterable: ast.expr, names: NameResolver) -> bool:
@@ -65,16 +66,8 @@ def iterates_requests(target: ast.expr, iterable: ast.expr, patterns: Sequence[s
     `reqs_to_fill.items()`) matches one of `patterns` (`hot-per-request-loop-over-requests`)."""
     if not patterns:
         return False
-    names = [*_target_names(target), *_iterated_names(iterable)]
+    names = [*target_names(target), *_iterated_names(iterable)]
     return any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in patterns)
-
-
-def _target_names(target: ast.expr) -> Iterator[str]:
-    if isinstance(target, ast.Name):
-        yield target.id
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for element in target.elts:
-            yield from _target_names(element)
 
 
 def _iterated_names(iterable: ast.expr) -> Iterator[str]:
@@ -88,7 +81,7 @@ def _iterated_names(iterable: ast.expr) -> Iterator[str]:
             yield from _iterated_names(func.value)
     elif isinstance(iterable, ast.Subscript):
         yield from _iterated_names(iterable.value)
-    elif isinstance(iterable, ast.Name):
-        yield iterable.id
-    elif isinstance(iterable, ast.Attribute):
-        yield iterable.attr
+    else:
+        name = last_name(iterable)
+        if name:
+            yield name

@@ -35,6 +35,17 @@ def child_nodes(node: ast.AST) -> Iterator[ast.AST]:
             yield value
 
 
+def target_names(target: ast.expr) -> Iterator[str]:
+    """The names an assignment or `for` target binds: `a`, each of `a, (b, *c)`."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from target_names(target.value)
+
+
 def last_name(expr: ast.expr) -> str:
     """`m` for `m` or `x.y.m`; "" for anything else."""
     if isinstance(expr, ast.Name):
