@@ -25,8 +25,9 @@ the expression back through what this file shows:
   through what every call of it in the module passes (`placement_callers`);
 - naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, `logits`, a tensor with a `<name>_cpu` sibling.
 
-Evidence that conflicts (a name that says host for a tensor moved to the device) gives UNKNOWN; so does
-anything not followed. Rules report only known placements. The values and their wording are in
+Evidence that conflicts (a name that says host for a tensor moved to the device, or tested to be on it by
+`if x_cpu.is_cuda:`) gives UNKNOWN; so does anything not followed. `None`, as one alternative of several
+(`t.cpu() if c else None`), is no tensor: the others decide. Rules report only known placements. The values and their wording are in
 `placement_values`.
 """
 
@@ -39,7 +40,9 @@ from typing import Callable, Iterator, Optional, Tuple
 from h2dlint.facts.arguments import has_star_args, is_empty_factory, is_false_literal, keyword_value, positional_args
 from h2dlint.facts.constructs import device_copy, is_host_device, is_pinned, looks_like_dtype, may_be_host_device
 from h2dlint.facts.placement_exports import is_unfilled_list
-from h2dlint.facts.placement_values import CYCLE, EITHER, EMPTY, UNKNOWN, Place, Placement, agree, agree_all, short
+from h2dlint.facts.placement_values import (
+    CYCLE, EITHER, EMPTY, NO_TENSOR, UNKNOWN, Place, Placement, agree, agree_all, short,
+)
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import attribute_looked_up, last_name
 from h2dlint.facts.tensor_dims import has_dims
@@ -97,8 +100,8 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
         return UNKNOWN
     if isinstance(expr, (ast.Name, ast.Attribute)):
         tested = scope.tested(expr)
-        if tested is not None:
-            return tested
+        if tested is not None:  # `if seq_lens_cpu.is_cuda:` guards against a misuse the name rules out: unknown
+            return agree(tested, scope.convention(expr))
     found = _provenance(expr, scope, depth)
     if not isinstance(expr, (ast.Name, ast.Attribute)) or found is EITHER:
         return found  # `x[i]`: `x`'s name was weighed already, against its own provenance
@@ -133,6 +136,8 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
         return _arithmetic((expr.left, expr.comparators[0]), scope, depth)
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.Invert)):
         return placement_of(expr.operand, scope, depth + 1).unpinned()
+    if isinstance(expr, ast.Constant) and expr.value is None:
+        return NO_TENSOR
     return UNKNOWN
 
 

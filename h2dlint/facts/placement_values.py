@@ -53,6 +53,9 @@ EMPTY = Placement(Place.UNKNOWN, "has no elements")
 # A tensor moved to, or built on, a device that may be the CPU (`device = "cpu"` in one branch): configuration
 # decides, so a name that says where it lives (`tensor` beside a `tensor_cpu`) is overruled, not believed.
 EITHER = Placement(Place.UNKNOWN, "is on a device that may be the CPU")
+# `None`, as one alternative of several (`t.cpu() if c else None`, `x = None` then `if c: x = t.cpu()`): no tensor
+# at all, so a tensor operation on the value sees only the others, and a choice skips it.
+NO_TENSOR = Placement(Place.UNKNOWN, "is None")
 
 
 def agree(first: Placement, second: Placement) -> Placement:
@@ -69,9 +72,10 @@ def agree(first: Placement, second: Placement) -> Placement:
 def agree_all(placements: Iterable[Placement]) -> Placement:
     """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
     for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
-    unknown: one may be pinned. An alternative that is the value itself (`CYCLE`) or has no elements (`EMPTY`)
-    is skipped. Alternatives that wait on the same question to another file (`pending`) and no unknown one
-    give that question: the project's answer decides, and the choice is worked out again under it."""
+    unknown: one may be pinned. An alternative that is the value itself (`CYCLE`), has no elements (`EMPTY`)
+    or is `None` (`NO_TENSOR`) is skipped. Alternatives that wait on the same question to another file
+    (`pending`) and no unknown one give that question: the project's answer decides, and the choice is worked
+    out again under it."""
     result: Optional[Placement] = None
     cycle = False
     waiting: Optional[Placement] = None
@@ -79,7 +83,7 @@ def agree_all(placements: Iterable[Placement]) -> Placement:
         if placement is CYCLE:
             cycle = True
             continue
-        if placement is EMPTY:
+        if placement is EMPTY or placement is NO_TENSOR:
             continue
         if placement.place is Place.UNKNOWN:
             if placement.pending is None or (waiting is not None and waiting.pending != placement.pending):

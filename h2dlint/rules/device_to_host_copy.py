@@ -106,6 +106,18 @@ class DeviceToHostCopy(DeviceToHostRule):
                     ids = ids.cuda()
                 return ids.cpu()
             """),
+        # A guard against a misuse that the name rules out (`*_cpu` tested to be on the device): evidence that
+        # conflicts, so unknown. And `None` as one alternative is no tensor: the other decides (the host).
+        Valid("""
+            import torch
+
+            def forward(ids_cpu, meta, n):
+                if ids_cpu.is_cuda:
+                    ids_cpu = ids_cpu.cpu()
+                lens = meta.lens.cpu() if n > 0 else None
+                starts = torch.zeros(n + 1, device=lens.device)
+                return ids_cpu, starts.cpu()
+            """),
         # `.numpy()` of a CUDA tensor raises: never a silent sync.
         Valid("""
             import torch

@@ -195,6 +195,19 @@ class DeviceValueRead(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # `None` as one alternative (`x.to(dev) if x is not None else None`) is no tensor: the other decides.
+        Invalid(
+            """
+            import torch
+
+            def forward(probs, top_ks):
+                ks = top_ks.to(probs.device) if top_ks is not None else None
+                if ks is not None and bool(torch.all(ks >= 1).item()):  # HTD201
+                    return ks
+            """,
+            column=32,
+            reason="is moved to the device",
+        ),
         # A field of a class that also keeps its host mirror is the device copy; the class may be in another
         # file, found through the imports.
         Invalid(
