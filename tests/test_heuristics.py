@@ -6,6 +6,7 @@ import ast
 import json
 import re
 import textwrap
+from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
@@ -14,6 +15,7 @@ from conftest import HOT, ROOT, write
 from h2dlint.facts.heuristics import BY_ID, HEURISTICS, HOT_NAMES, LEVEL_HEURISTICS, Effect, Group, Heuristic
 from h2dlint.facts.settings import Settings, UsageError
 from h2dlint.project.findings import check_source
+from h2dlint.project.run import check_paths
 
 # One module per heuristic, with one H2D site whose verdict that heuristic decides: (id, source, reported
 # with every heuristic on). Switching the heuristic off must flip the verdict.
@@ -307,6 +309,19 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         False,
     ),
     (
+        "cold-name-rebalance",
+        """
+        import torch
+
+        def forward(ids, dev):
+            return rebalance_experts(ids, dev)
+
+        def rebalance_experts(ids, dev):
+            return torch.tensor(ids, device=dev)
+        """,
+        False,
+    ),
+    (
         "cold-nested-in-cold",
         """
         import torch
@@ -394,9 +409,19 @@ def test_ids_are_unique_kebab_case_and_start_with_their_effect():
         assert h.rationale and "\n" not in h.rationale
 
 
+# The blind censuses an evidence row may cite: host-to-device sites, device-to-host sites, and the blind sample of
+# device-to-host findings; one label vocabulary (not-h2d and not-sync both say no copy or sync happens).
+CENSUS_FILES = ("engine_labels.tsv", "d2h_labels.tsv", "d2h_finding_labels.tsv")
+
+
 def _census() -> Dict[Tuple[str, str], str]:
-    rows = (line.split("\t") for line in (ROOT / "benchmarks" / "engine_labels.tsv").read_text().splitlines())
-    return {(row[0], row[1]): row[2] for row in rows if len(row) >= 3 and not row[0].startswith("#")}
+    census: Dict[Tuple[str, str], str] = {}
+    for name in CENSUS_FILES:
+        rows = (line.split("\t") for line in (ROOT / "benchmarks" / name).read_text().splitlines())
+        for row in rows:
+            if len(row) >= 3 and not row[0].startswith("#"):
+                census.setdefault((row[0], row[1]), row[2])
+    return census
 
 
 def test_evidence_rows_are_census_rows_whose_label_the_heuristic_explains():
@@ -405,7 +430,7 @@ def test_evidence_rows_are_census_rows_whose_label_the_heuristic_explains():
     for h in HEURISTICS:
         for row in h.evidence:
             engine, _, site = row.partition(" ")
-            assert (engine, site) in census, f"{h.id}: {row} is not a row of engine_labels.tsv"
+            assert (engine, site) in census, f"{h.id}: {row} is not a row of {' or '.join(CENSUS_FILES)}"
             is_hot = census[(engine, site)] in hot_labels
             # A placement heuristic, switched off, leaves real copies unreported, as a hot one does.
             expected = h.effect in (Effect.HOT, Effect.PLACEMENT)
@@ -547,3 +572,43 @@ def test_explain_looks_for_the_rules_it_is_asked_to_and_says_which_it_did_not(tm
     assert code == 0 and "not looked for: HTD2xx" in out and "HTD201" not in out
     code, out, _ = run_cli("explain", "--select", "HTD2", f"{path}:6", str(tmp_path))
     assert code == 0 and "HTD201 is reported" in out and "not looked for: HTD2xx" not in out
+
+
+# Module heuristics: the same per-step copy in modules whose dotted names say what they are.
+_MODULE_CASES = {
+    "pkg/debug_utils/dump_hook.py": "cold-module-debugging",
+    "pkg/kv_canary/checker.py": "cold-module-debugging",
+    "pkg/backends/mlx/runner.py": "cold-module-host-platform",
+    "pkg/attention/intel_amx_backend.py": "cold-module-host-platform",
+    "pkg/attention/flash_backend.py": None,  # serving code: reported
+    "pkg/debugger_free/model.py": "cold-module-debugging",  # a part that says debug, wherever in the name
+}
+
+
+def _reported_modules(tmp_path, **settings: object) -> Dict[str, str]:
+    write(tmp_path, "pyproject.toml", "")
+    for name in _MODULE_CASES:
+        write(tmp_path, name, HOT)
+    results = check_paths([str(tmp_path / "pkg")], Settings(**settings), use_cache=False)  # type: ignore[arg-type]
+    return {
+        str(Path(r.path).relative_to(tmp_path)).replace("\\", "/"): d.code for r in results for d in r.diagnostics
+    }
+
+
+def test_a_module_named_for_debugging_or_a_host_only_platform_is_cold(tmp_path):
+    reported = _reported_modules(tmp_path)
+    assert set(reported) == {name for name, heuristic in _MODULE_CASES.items() if heuristic is None}
+
+
+@pytest.mark.parametrize("heuristic", ["cold-module-debugging", "cold-module-host-platform"])
+def test_switching_a_module_heuristic_off_reports_its_modules(tmp_path, heuristic):
+    reported = _reported_modules(tmp_path, disable_heuristics=(heuristic,))
+    assert set(reported) == {name for name, h in _MODULE_CASES.items() if h in (None, heuristic)}
+
+
+def test_explain_says_why_a_module_heuristic_leaves_a_site_unreported(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", "")
+    path = write(tmp_path, "pkg/mlx/runner.py", HOT)
+    _, out, _ = run_cli("explain", f"{path}:4", str(tmp_path / "pkg"))
+    assert "runs on a host-only platform, with its tensors on the CPU" in out
+    assert "[heuristic: cold-module-host-platform]" in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Iterable, Optional, Tuple
 
+from h2dlint.facts.heuristic_modules import UNREPORTED_BECAUSE
 from h2dlint.facts.summary import LoopKind, Site
 
 Key = Tuple[str, str]  # (module, qualname); the module is "" when reasoning about one module alone
@@ -136,7 +137,7 @@ def site_unreported_reason(site: Site, owner: Optional[Heat]) -> str:
         return cold
     kind = "is not known to run per step"
     if owner is not None:
-        kind = "is compiled, not run eagerly" if owner.heuristic == "cold-decorator-compile" else "runs once"
+        kind = _UNREPORTED_BECAUSE.get(owner.heuristic, "runs once")
     return f"the code around it {kind} (see above)"
 
 
@@ -151,6 +152,8 @@ def site_cold_reason(site: Site) -> Optional[str]:
     return None
 
 
+# Why a cold function's code is not reported, where that is not that it runs once.
+_UNREPORTED_BECAUSE = {"cold-decorator-compile": "is compiled, not run eagerly", **UNREPORTED_BECAUSE}
 _CACHED_BUILD = "it is inside a one-time cached build (`if self._x is None:` / `if not hasattr(self, ...)`)"
 _ONE_TIME_BRANCHES = {  # guards that are no cached build: what their branch is
     "one-time-guard-capture": "it is in a branch that runs only during CUDA-graph capture",

@@ -21,6 +21,7 @@ class Effect(str, enum.Enum):
 class Group(str, enum.Enum):
     MARKER = "marker"  # `# h2dlint: hot|cold` comments
     NAME = "name"  # function-name globs (`Settings.hot_functions`, `Settings.cold_functions`)
+    MODULE = "module"  # globs over the parts of a module's dotted name (`facts.heuristic_modules`)
     DECORATOR = "decorator"  # decorators that change when a body runs
     REGISTRATION = "registration"  # registrations that make a function reachable from forward passes
     CALL = "call"  # what the calls around a function say about it

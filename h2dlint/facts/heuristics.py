@@ -5,9 +5,10 @@ The ids are what `explain` and the JSON output name, and what `disable-heuristic
 switches off. Ids read `<effect>-<what>`: `hot-name-forward`, `cold-decorator-cache`, `one-time-guard-hasattr`.
 Entries are grouped (`Group`) so that a preset can switch a whole group (every cold name list, every guard).
 
-`evidence` cites up to four rows of `benchmarks/engine_labels.tsv` (`engine path:line`) whose verdict only
-that heuristic decides: switched off, a hot heuristic leaves per-step or per-request sites unreported, a cold
-or one-time one reports one-time sites (or never-runs and not-h2d ones). `benchmarks/heuristic_evidence.py`
+`evidence` cites up to four rows of the blind censuses (`benchmarks/engine_labels.tsv`; for what the
+device-to-host rules alone show, `d2h_labels.tsv` and `d2h_finding_labels.tsv`), as `engine path:line`, whose
+verdict only that heuristic decides: switched off, a hot heuristic leaves per-step or per-request sites
+unreported, a cold or one-time one reports one-time sites (or never-runs, not-h2d and not-sync ones). `benchmarks/heuristic_evidence.py`
 finds them on the sglang, vllm and lmdeploy trees; `benchmarks/heuristic_evidence.txt` is its full output,
 every changed site with its label. An entry without rows decides no labelled site alone there: other
 heuristics reach the same verdict there (a call chain from another hot function, say), the sites it
@@ -20,12 +21,13 @@ from __future__ import annotations
 from typing import Dict, Iterable, Tuple
 
 from h2dlint.facts.heuristic_levels import LEVEL_HEURISTICS, PER_REQUEST_CLASSES
+from h2dlint.facts.heuristic_modules import COLD_MODULES
 from h2dlint.facts.heuristic_placement import PLACEMENT_CONVENTIONS
 from h2dlint.facts.heuristic_types import Effect, Group, Heuristic, name_patterns, preset_heuristic
 from h2dlint.facts.presets import NEW_REQUEST
 
 __all__ = [  # the registry, and the types and helpers of `heuristic_types` that its users import from here
-    "ALL_IDS", "BY_ID", "COLD_NAMES", "CONFIGURED_NAMES", "HEURISTICS", "HOT_NAMES", "LEVEL_HEURISTICS",
+    "ALL_IDS", "BY_ID", "COLD_MODULES", "COLD_NAMES", "CONFIGURED_NAMES", "HEURISTICS", "HOT_NAMES", "LEVEL_HEURISTICS",
     "PER_REQUEST_CLASSES", "PLACEMENT_CONVENTIONS", "STRUCTURAL", "Effect", "Group", "Heuristic", "configured_heuristic", "name_patterns",
     "preset_heuristic", "unknown_ids",
 ]
@@ -179,6 +181,12 @@ COLD_NAMES: Tuple[Heuristic, ...] = (
     ),
     _names("cold-name-autotune", _COLD, "autotuning runs once per shape at startup", ("*autotune*",)),
     _names("cold-name-abort", _COLD, "failure and cancellation paths are rare, not per step", ("*abort*",)),
+    _names(
+        "cold-name-rebalance", _COLD,
+        "expert-parallel load balancing (EPLB) rebalances every few thousand steps or after a rank fails, not per step",
+        ("*rebalance*",),
+        evidence=("sglang eplb/expert_distribution.py:1027",),
+    ),
     _names(
         "cold-name-reset", _COLD, "state resets follow reconfiguration or memory reuse",
         ("reset_*",),
@@ -371,7 +379,7 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
 )
 
 HEURISTICS: Tuple[Heuristic, ...] = (
-    HOT_NAMES + COLD_NAMES + CONFIGURED_NAMES + STRUCTURAL + LEVEL_HEURISTICS + PLACEMENT_CONVENTIONS
+    HOT_NAMES + COLD_NAMES + COLD_MODULES + CONFIGURED_NAMES + STRUCTURAL + LEVEL_HEURISTICS + PLACEMENT_CONVENTIONS
 )
 BY_ID: Dict[str, Heuristic] = {h.id: h for h in HEURISTICS}
 ALL_IDS: Tuple[str, ...] = tuple(BY_ID)

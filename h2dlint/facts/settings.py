@@ -14,6 +14,7 @@ from typing import Callable, Optional, Sequence, Tuple
 
 from h2dlint.facts.allowed_syncs import DEFAULT_SYNC_ALLOWED_CONTEXTS
 from h2dlint.facts.heuristics import (
+    COLD_MODULES,
     COLD_NAMES,
     HOT_NAMES,
     BY_ID,
@@ -200,6 +201,15 @@ class Settings:
     def cold_name_heuristic(self, name: str, class_name: Optional[str] = None) -> Optional[str]:
         """The id of the heuristic whose one-time name `name` has, or None."""
         return _first_match(name, class_name, self.cold_table) if self.is_cold_name(name, class_name) else None
+
+    def cold_module_heuristic(self, module: str) -> Optional[str]:
+        """The id of the heuristic that makes every function of the module `module` (a dotted name) cold by a
+        part of its name (`facts.heuristic_modules`), or None."""
+        parts = module.split(".") if module else ()
+        for heuristic in COLD_MODULES:
+            if self.enabled(heuristic.id) and any(_compiled(heuristic.patterns)(part) for part in parts):
+                return heuristic.id
+        return None
 
 
 def unknown_heuristic_text(heuristic: str) -> str:

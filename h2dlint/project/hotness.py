@@ -42,6 +42,7 @@ from typing import AbstractSet, Deque, Dict, Iterator, List, Optional, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key, module_prefix
+from h2dlint.facts.heuristic_modules import UNREPORTED_BECAUSE
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, LoopKind, Marker, ModuleSummary
 from h2dlint.project.encoder_parts import ENCODER, encoder_parts
@@ -121,6 +122,10 @@ def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, sett
     marked = _marked(function, summary, module, Marker.COLD) if settings.enabled("cold-marker") else None
     if marked is not None:
         return marked
+    by_module = settings.cold_module_heuristic(module)
+    if by_module is not None:
+        why = UNREPORTED_BECAUSE[by_module]
+        return _cold(f"`{HERE}{qualname}` {why}", by_module.replace("cold-module-", ""), module, by_module)
     by_name = settings.cold_name_heuristic(function.name, _class_name(function))
     if by_name is not None:
         return _cold(f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module, by_name)
