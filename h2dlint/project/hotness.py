@@ -38,7 +38,7 @@ shows); `h2dlint.project.index.ProjectGraph` reasons across the files of a proje
 from __future__ import annotations
 
 from collections import deque
-from typing import AbstractSet, Deque, Dict, Iterator, List, Optional, Tuple
+from typing import AbstractSet, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key, module_prefix
@@ -52,8 +52,9 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
     """The heat of every function that is hot or cold; neutral functions are absent."""
     heat: Dict[Key, Heat] = {}
     for module, summary in graph.modules():
+        by_module = _cold_module(module, settings)
         for qualname, function in summary.functions.items():
-            cold = _cold_heat(function, summary, module, settings)
+            cold = by_module(qualname) if by_module is not None else _cold_heat(function, summary, module, settings)
             if cold is not None:
                 heat[(module, qualname)] = cold
     _spread_cold_to_callees(graph, heat, settings)
@@ -117,15 +118,21 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
     return {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary), settings).items()}
 
 
+def _cold_module(module: str, settings: Settings) -> Optional[Callable[[str], Optional[Heat]]]:
+    """The heat of each function (by qualname) of a module that a module heuristic makes cold, marks aside
+    (`facts.heuristic_modules`); None for any other module. Asked once per module: a project has thousands."""
+    heuristic = settings.cold_module_heuristic(module)
+    if heuristic is None:
+        return None
+    why, tag = UNREPORTED_BECAUSE[heuristic], heuristic.replace("cold-module-", "")
+    return lambda qualname: _cold(f"`{HERE}{qualname}` {why}", tag, module, heuristic)
+
+
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     qualname = function.qualname
     marked = _marked(function, summary, module, Marker.COLD) if settings.enabled("cold-marker") else None
     if marked is not None:
         return marked
-    by_module = settings.cold_module_heuristic(module)
-    if by_module is not None:
-        why = UNREPORTED_BECAUSE[by_module]
-        return _cold(f"`{HERE}{qualname}` {why}", by_module.replace("cold-module-", ""), module, by_module)
     by_name = settings.cold_name_heuristic(function.name, _class_name(function))
     if by_name is not None:
         return _cold(f"`{HERE}{qualname}` runs once (one-time setup)", "one-time", module, by_name)
