@@ -21,8 +21,13 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     ),
     Heuristic(
         "placement-name-device", Effect.PLACEMENT, Group.CONVENTION,
-        "engines name device tensors `*_gpu`, `*_cuda`, `gpu_*`, and a buffer pair's device half `.gpu`",
-        ("*_gpu", "*_cuda", "gpu_*", "cuda_*", "gpu"),
+        "engines name device tensors `*_gpu`, `*_cuda`, `gpu_*`, `device_*` and `*_device` (the device side of a "
+        "host/device pair: `device_indices` beside `host_indices`), and a buffer pair's device half `.gpu`",
+        ("*_gpu", "*_cuda", "gpu_*", "cuda_*", "gpu", "device_*", "*_device"),
+        evidence=(
+            "sglang managers/cache_controller.py:955",
+            "vllm v1/attention/backends/mla/rocm_aiter_mla.py:1791",
+        ),
     ),
     Heuristic(
         "placement-name-model-output", Effect.PLACEMENT, Group.CONVENTION,

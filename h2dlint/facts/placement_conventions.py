@@ -60,8 +60,11 @@ class Conventions:
             ((self.host, HOST_NAMES), (self.device, DEVICE_NAMES)),
             (((), HOST_NAMES), (self.model_outputs, MODEL_OUTPUTS)),
         )
-        for host_table, device_table in layers:
-            host, device = (_first(written, name, table) for table in (host_table, device_table))
+        for layer, (host_table, device_table) in enumerate(layers):
+            # The project's globs may name a tensor as written (`self.input_ids`); the defaults name its last
+            # name only, so `device_mesh.mesh` is not named `device_*`, nor `cpu_group.ranks` `cpu_*`.
+            seen = written if layer == 0 else name
+            host, device = (_first(seen, name, table) for table in (host_table, device_table))
             if host and device:
                 return UNKNOWN
             if host:

@@ -118,6 +118,13 @@ class DeviceToHostCopy(DeviceToHostRule):
                 starts = torch.zeros(n + 1, device=lens.device)
                 return ids_cpu, starts.cpu()
             """),
+        # A name convention reads a tensor's last name: `device_mesh.mesh` (the ranks, on the CPU) is no `device_*`.
+        Valid("""
+            import torch
+
+            def forward(device_mesh):
+                return device_mesh.mesh.cpu()
+            """),
         # `.numpy()` of a CUDA tensor raises: never a silent sync.
         Valid("""
             import torch
@@ -166,6 +173,17 @@ class DeviceToHostCopy(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # The device side of a host/device pair is named for it: `device_indices` beside `host_indices`.
+        Invalid(
+            """
+            import torch
+
+            def load_step(host_indices, device_indices):
+                return host_indices.sort(), device_indices.cpu()  # HTD205
+            """,
+            column=33,
+            reason="is named like a device tensor (`device_*`)",
+        ),
         # Names unpacked from a call are where every item of its result is: `topk` gives both on the device.
         Invalid(
             """
