@@ -55,4 +55,12 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         "a parameter of a private function (`_pack`, `self._pack`) lives where every call of it in its module, "
         "all of its references there, passes it: a leading underscore keeps its callers in that module",
     ),
+    # The kind, not the place, of an index (`rules.mask_indexing`): so named, an integer index would gather the
+    # wrong rows and a float one would raise.
+    Heuristic(
+        "placement-name-mask-index", Effect.PLACEMENT, Group.CONVENTION,
+        "an index named as a mask (`hidden_states[visual_token_mask]`, `x[mask]`) is a boolean mask: so named, an "
+        "integer index would gather the wrong rows and a float one would raise",
+        ("mask", "*_mask", "mask_*", "*_masks"),
+    ),
 )

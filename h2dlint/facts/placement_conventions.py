@@ -28,6 +28,7 @@ MODEL_OUTPUTS = "placement-name-model-output"
 SIBLING = "placement-sibling-host-mirror"
 NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
+MASK_NAMES = "placement-name-mask-index"
 CONFIGURED_HOST = "`host-tensors`"
 CONFIGURED_DEVICE = "`accelerator-tensors`"
 MIRROR_SUFFIXES = ("_cpu", "_host")
@@ -45,6 +46,14 @@ class Conventions:
     model_outputs: Tuple[str, ...] = ()  # `placement-name-model-output`: weighed after the host names
     named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
+    mask_names: Tuple[str, ...] = ()  # `placement-name-mask-index`: the kind of an index, for `rules.mask_indexing`
+
+    def names_a_mask(self, expr: ast.expr) -> bool:
+        """Whether `expr` (`visual_token_mask`, `self.keep_mask`) is named as a boolean mask."""
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return False
+        name = last_name(expr)
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.mask_names)
 
     def placement(self, expr: ast.expr, known_names: KnownNames) -> Placement:
         """What the name of `expr` (or of the tensor it slices) says; UNKNOWN when it says nothing."""
@@ -171,4 +180,5 @@ def conventions_from(settings: Settings) -> Conventions:
         model_outputs=patterns(MODEL_OUTPUTS),
         named_like_class=settings.enabled(NAMED_LIKE_CLASS),
         parameter_from_callers=settings.enabled(FROM_CALLERS),
+        mask_names=patterns(MASK_NAMES),
     )

@@ -113,6 +113,10 @@ class ModulePlacements(TypedReceivers, CallerArguments):
             returned_host_device=lambda expr: self.returned_host_device(expr, names, class_name),
         )
 
+    def names_a_mask(self, expr: ast.expr) -> bool:
+        """Whether the index `expr` is named as a boolean mask (`Conventions.names_a_mask`)."""
+        return self._conventions.names_a_mask(expr)
+
     def host_mirror(
         self, expr: ast.expr, names: NameResolver, class_name: Optional[str], function: Optional[FunctionNode]
     ) -> Optional[str]:

@@ -92,6 +92,10 @@ class Context:
             self.asked.add(found.pending)
         return found
 
+    def names_a_mask(self, expr: ast.expr) -> bool:
+        """Whether the index `expr` is named as a boolean mask (`placement-name-mask-index`)."""
+        return self.placements is not None and self.placements.names_a_mask(expr)
+
     def host_mirror(self, expr: ast.expr) -> Optional[str]:
         """The host mirror in sight of the tensor `expr` reads (`batch.seq_lens_cpu`), as written, or None."""
         if self.placements is None:

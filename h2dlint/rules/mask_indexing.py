@@ -23,6 +23,10 @@ from h2dlint.rules.device_to_host import (
 from h2dlint.rules.docs import KNOWN_HEAT_LIMITS
 
 EFFECT = "makes PyTorch count the mask's true elements on the host (`nonzero`): a device-to-host sync on every call"
+INDEXED_EFFECT = (
+    "syncs on every call: PyTorch counts a device mask's true elements on the host (`nonzero`), or copies a host "
+    "mask's indices from pageable memory to the device"
+)
 READ_REMEDY = "keep the shape static: `torch.where(mask, x, other)` or `x.masked_fill(~mask, value)`"
 WRITE_REMEDY = "write without a sync: `x.masked_fill_(mask, value)`, or `torch.where(mask, value, x)`"
 UPDATE_REMEDY = "update without a sync: `x += torch.where(mask, y, 0)` (or `torch.where(mask, x + y, x)`)"
@@ -45,14 +49,16 @@ class MaskIndexing(DeviceToHostRule):
         Checks for indexing with a boolean mask that lives on the device, in code that runs per step or per
         request: a read `x[mask]`, a write `x[mask] = v` of a value known to be a tensor (of a Python number it is
         `masked_fill_` and does not sync), and a masked update `x[mask] += y[mask]` (reported once, at its
-        target). The index (or one part of it, `x[:, mask]`) must be a boolean tensor by construction, on the
-        device: a comparison of a device tensor (`x > 0`, `ids == pad`), `~m`, `m1 & m2`,
-        `m1 | m2`, `.bool()`, `torch.isin(...)`, `.isnan()` and the like, or a local name bound to one. An index
-        tensor of integers does not sync (a gather) and is not reported.
+        target). The index (or one part of it, `x[:, mask]`) must be a boolean tensor: by construction (a
+        comparison `x > 0`, `ids == pad`, `~m`, `m1 & m2`, `m1 | m2`, `.bool()`, `torch.isin(...)`, `.isnan()` and
+        the like, or a local name bound to one) or by its name (`mask`, `*_mask`: `placement-name-mask-index`).
+        Either the mask or the indexed tensor must be known to be on the device. An index tensor of integers does
+        not sync (a gather) and is not reported.
         """
     why_bad = WHY_D2H + """
         A boolean mask gives a result whose size is the number of true elements, known only on the device: PyTorch
-        runs `nonzero` and copies the count to the host before it can allocate the result.
+        runs `nonzero` and copies the count to the host before it can allocate the result. A host mask indexing a
+        device tensor waits too: its indices are copied to the device from pageable memory.
         """
     example = """
         def forward(self, logits_gpu, ids_gpu, bias_gpu, pad):
@@ -81,6 +87,14 @@ class MaskIndexing(DeviceToHostRule):
     )
 
     VALID = (
+        # A host tensor indexed with a mask of unknown placement: nothing in sight is on the device.
+        Valid("""
+            import torch
+
+            def forward(images, keep_mask):
+                sizes = torch.tensor([len(i) for i in images])
+                return sizes[keep_mask]
+            """),
         # An integer index tensor gathers on the device; a mask of unknown kind or placement is not reported.
         Valid("""
             import torch
@@ -123,6 +137,18 @@ class MaskIndexing(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # An index named as a mask is a boolean mask; a device tensor indexed with it syncs wherever the mask lives
+        # (a host mask's indices are copied to the device from pageable memory).
+        Invalid(
+            """
+            import torch
+
+            def forward(hidden_gpu, visual_token_mask):
+                return hidden_gpu[visual_token_mask]  # HTD202
+            """,
+            column=12,
+            reason="is named like a device tensor (`*_gpu`)",
+        ),
         # A parameter of a private function lives where every call of it in its module passes it.
         Invalid(
             """
@@ -193,10 +219,14 @@ class MaskIndexing(DeviceToHostRule):
 
     def _masked(self, subscript: ast.Subscript, context: Context, remedy: str) -> Optional[Match]:
         for part in _index_parts(subscript.slice):
-            if _is_boolean(part, context.names, 0):
+            if _is_boolean(part, context.names, 0) or context.names_a_mask(part):
                 operand = device_operand(part, context)
                 if operand is not None:
                     return sync_match(subscript, "indexing with a boolean mask on the device", operand, remedy, EFFECT)
+                indexed = device_operand(subscript.value, context)
+                if indexed is not None:
+                    return sync_match(subscript, "indexing a device tensor with a boolean mask", indexed, remedy,
+                                      INDEXED_EFFECT)
         return None
 
 
