@@ -612,3 +612,28 @@ def test_explain_says_why_a_module_heuristic_leaves_a_site_unreported(tmp_path, 
     _, out, _ = run_cli("explain", f"{path}:4", str(tmp_path / "pkg"))
     assert "runs on a host-only platform, with its tensors on the CPU" in out
     assert "[heuristic: cold-module-host-platform]" in out
+
+
+_DROPPED_CACHE = """
+import torch
+
+class Backend:
+    def __init__(self):
+        self._meta = None
+
+    def {dropper}(self):
+        self._meta = None
+
+    def forward(self, ids, dev):
+        if self._meta is None:
+            self._meta = torch.tensor(ids, device=dev)
+        return self._meta
+"""
+
+
+@pytest.mark.parametrize("dropper, reported", [("init_forward_metadata", 1), ("reset_cache", 0), ("__del__", 1)])
+def test_a_cache_that_per_call_code_drops_is_rebuilt_each_time(dropper, reported):
+    # Dropped per forward (`init_forward_metadata`), the cached build runs per forward; dropped only by a
+    # one-time function (`reset_*`) or only in `__init__`, once.
+    assert count(_DROPPED_CACHE.format(dropper=dropper)) == reported
+    assert count(_DROPPED_CACHE.replace("    def {dropper}(self):\n        self._meta = None\n\n", "")) == 0

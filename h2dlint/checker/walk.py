@@ -30,9 +30,11 @@ from h2dlint.facts.constructs import accelerator_attributes, host_default_attrib
 from h2dlint.facts.guards import (
     cached_build_guard,
     flag_branch,
+    guarded_attribute,
     is_once_flag_guard,
     lazy_build_return,
     once_flags,
+    reset_attributes,
     tested_value,
 )
 from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests
@@ -53,6 +55,8 @@ from h2dlint.rules.context import Context, Frame, FrameKind, NodeKind
 
 T = TypeVar("T")
 
+# Cached builds that a function dropping the cache (`self._meta = None` outside `__init__`) makes run again.
+_DROPPABLE_CACHES = frozenset({"one-time-guard-none", "one-time-guard-memo"})
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 Handler = Callable[["Walk", ast.AST], None]
 
@@ -85,6 +89,7 @@ class Walk:
 
     def _walk_module(self, module: ast.Module) -> None:
         self._once_flags = _once(lambda: once_flags(module))
+        self._reset_attributes = _once(lambda: reset_attributes(module, self._settings.is_cold_name))
         bindings = module_bindings(module, self._walrus) if self._resolve_names else Bindings()
         self._names.push(bindings)
         if self._resolve_names:
@@ -307,6 +312,8 @@ class Walk:
         self._visit(node.test)
         guarded = tested_value(node.test, self._names)
         guard = cached_build_guard(node.test, node.body, guarded)
+        if guard in _DROPPABLE_CACHES and guarded_attribute(node.test, guarded) in self._reset_attributes():
+            guard = None  # a cache that per-call code drops (`self._meta = None` per forward) is rebuilt each time
         if guard is None and is_once_flag_guard(node.test, self._once_flags):
             guard = "one-time-guard-once-flag"
         guard = self._switched_on(guard)

@@ -31,6 +31,31 @@ def once_flags(module: ast.Module) -> FrozenSet[str]:
     return frozenset(attribute for attribute, only_true in verdicts.items() if only_true)
 
 
+def reset_attributes(module: ast.Module, is_one_time: Callable[[str], bool]) -> FrozenSet[str]:
+    """Attributes that a function of `module` sets back to None (`self._meta = None`), other than `__init__` and
+    the functions `is_one_time` names (`reset_*`, loading): a cache of them is dropped as often as such a
+    function runs (per forward, say), so `if self._meta is None:` rebuilds it each time, not once."""
+    found = set()
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_one_time(node.name):
+            for statement in _statements(node.body):
+                found.update(a for a, value in _attribute_assignments(statement) if value is not None and is_none(value))
+    return frozenset(found)
+
+
+def guarded_attribute(test: ast.expr, tested_value: Optional[ast.expr]) -> Optional[str]:
+    """The attribute a cached-build guard tests: `_x` of `self._x is None`, of `getattr(self, "_x", None) is
+    None`, or of `t is None` after `t = self._x`."""
+    subject = test.left if isinstance(test, ast.Compare) else None
+    if isinstance(subject, ast.Name) and isinstance(tested_value, ast.Attribute):
+        return tested_value.attr
+    if isinstance(subject, ast.Attribute):
+        return subject.attr
+    if isinstance(subject, ast.Call) and len(subject.args) >= 2:
+        return string_value(subject.args[1])
+    return None
+
+
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case) if hasattr(ast, "match_case") else (ast.stmt, ast.excepthandler)
 
 

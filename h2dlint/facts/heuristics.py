@@ -301,7 +301,8 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     ),
     Heuristic(
         "one-time-guard-none", _ONCE, Group.GUARD,
-        "`if self._x is None:` (or `getattr(self, '_x', None) is None`) builds a cached attribute once",
+        "`if self._x is None:` (or `getattr(self, '_x', None) is None`) builds a cached attribute once, unless a "
+        "function other than `__init__` or a one-time one sets it back to None (then once per such call)",
         evidence=(
             "sglang multimodal/processors/kimi_k25.py:506",
             "vllm models/deepseek_v41/nvidia/model_state.py:341",
@@ -329,7 +330,8 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     Heuristic(
         "one-time-guard-memo", _ONCE, Group.GUARD,
         "`if t is None:` storing `t` in a cache or back in its attribute, or filling the table `t` was looked up "
-        "in (`t = cache.get(key)`), `if key not in cache:` filling it: once per key",
+        "in (`t = cache.get(key)`), `if key not in cache:` filling it: once per key (an attribute that a function "
+        "other than `__init__` or a one-time one sets back to None is rebuilt after each such call)",
         evidence=(
             "sglang layers/attention/dsa_backend.py:3129",
             "vllm model_executor/models/diffusion_gemma.py:804",
