@@ -31,10 +31,9 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     ),
     Heuristic(
         "placement-name-model-output", Effect.PLACEMENT, Group.CONVENTION,
-        "a model's outputs and activations are where the model runs: `logits` and `*_logits` come out of the "
-        "language-model head, `hidden_states` and `*_embeds` out of its layers and embeddings, on the accelerator; "
-        "a host name (`cpu_logits`) wins, and a host provenance (`.cpu()`) contradicts it: unknown",
-        ("logits", "*_logits", "hidden_states", "*_hidden_states", "inputs_embeds", "*_embeds"),
+        "a model's outputs are where the model runs: `logits` and `*_logits` come out of the language-model head "
+        "on the accelerator; a host name (`cpu_logits`) wins, and a host provenance (`.cpu()`) contradicts it: unknown",
+        ("logits", "*_logits"),
         evidence=(
             "sglang dllm/algorithm/gemma4_renoise.py:328",
             "vllm v1/sample/thinking_budget_state.py:568",

@@ -149,17 +149,6 @@ class MaskIndexing(DeviceToHostRule):
             column=12,
             reason="is named like a device tensor (`*_gpu`)",
         ),
-        # A model's activations are on the accelerator, as its logits are.
-        Invalid(
-            """
-            import torch
-
-            def forward(hidden_states, input_ids, image_token_id):
-                return hidden_states[input_ids == image_token_id]  # HTD202
-            """,
-            column=12,
-            reason="is named like a device tensor (`hidden_states`)",
-        ),
         # A parameter of a private function lives where every call of it in its module passes it.
         Invalid(
             """
