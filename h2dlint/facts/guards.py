@@ -39,7 +39,8 @@ def reset_attributes(module: ast.Module, is_one_time: Callable[[str], bool]) -> 
     for node in ast.walk(module):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_one_time(node.name):
             for statement in _statements(node.body):
-                found.update(a for a, value in _attribute_assignments(statement) if value is not None and is_none(value))
+                assigned = _attribute_assignments(statement)
+                found.update(a for a, value in assigned if value is not None and is_none(value))
     return frozenset(found)
 
 

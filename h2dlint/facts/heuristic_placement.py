@@ -59,8 +59,8 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     # wrong rows and a float one would raise.
     Heuristic(
         "placement-name-mask-index", Effect.PLACEMENT, Group.CONVENTION,
-        "an index named as a mask (`hidden_states[visual_token_mask]`, `x[mask]`) is a boolean mask: so named, an "
-        "integer index would gather the wrong rows and a float one would raise",
-        ("mask", "*_mask", "mask_*", "*_masks"),
+        "an index named as a mask (`x[visual_token_mask]`, `x[mask]`) is a boolean mask: so named, an integer index "
+        "would gather the wrong rows and a float one would raise",
+        ("mask", "*_mask", "*_masks"),  # not `mask_*`: `mask_id` is a token id, `mask_indices` integers
     ),
 )

@@ -27,8 +27,8 @@ the expression back through what this file shows:
 
 Evidence that conflicts (a name that says host for a tensor moved to the device, or tested to be on it by
 `if x_cpu.is_cuda:`) gives UNKNOWN; so does anything not followed. `None`, as one alternative of several
-(`t.cpu() if c else None`), is no tensor: the others decide. Rules report only known placements. The values and their wording are in
-`placement_values`.
+(`t.cpu() if c else None`), is no tensor: the others decide. Rules report only known placements. The values
+and their wording are in `placement_values`.
 """
 
 from __future__ import annotations
@@ -331,12 +331,14 @@ def _placed_by_device(call: ast.Call, scope: PlacementScope, depth: int) -> Opti
         return _built(call, pinned, "is built on the host (`device=` names the CPU)")
     if _may_be_host(device, scope):
         return EITHER  # `device = "cpu"`, set to an accelerator only in some branch
-    if isinstance(device, ast.Attribute) and device.attr == "device":  # `device=ids.device`: where `ids` is
-        beside = placement_of(device.value, scope, depth + 1)
+    bound = scope.names.value_at(device) if isinstance(device, ast.Name) else None
+    of = bound if isinstance(bound, ast.Attribute) and bound.attr == "device" else device  # `dev = ids.device`
+    if isinstance(of, ast.Attribute) and of.attr == "device":  # `device=ids.device`: where `ids` is
+        beside = placement_of(of.value, scope, depth + 1)
         if beside.place is not Place.UNKNOWN:
-            where = f"is built where `{short(device.value)}` is (`device={short(device)}`) at line {call.lineno}"
+            where = f"is built where `{short(of.value)}` is (`device={short(device)}`) at line {call.lineno}"
             place = Place.DEVICE if beside.place is Place.DEVICE else pinned
-            return Placement(place, where, chain=(f"`{short(device.value)}` {beside.evidence}", *beside.chain))
+            return Placement(place, where, chain=(f"`{short(of.value)}` {beside.evidence}", *beside.chain))
     return _built(call, Place.DEVICE, f"is built on the device (`device={short(device)}`)")
 
 

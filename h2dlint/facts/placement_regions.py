@@ -5,7 +5,8 @@ built there defaults to that device), and branches that test a tensor's device.
 `torch.set_default_device(...)` does for a whole module (`default_device`).
 
 A branch proves placement: in `x.cpu() if x.is_cuda else x` the first `x` is on the device, and in
-`if ids.device.type == "cpu": ids = ids.to(dev)` the copied `ids` on the host (memory unknown). Only the side a
+`if ids.device.type == "cpu": ids = ids.to(dev)` the copied `ids` on the host (memory unknown); so does an
+assertion in a function's body (`assert ids.device.type == "cpu"`) for the statements after it. Only the side a
 test names is decided: not CUDA may still be XPU or NPU, so the `else` of `x.is_cuda` says nothing. A name counts
 only while no other binding reaches it (not rebound in the branch before the use); an attribute as written.
 """
@@ -80,7 +81,10 @@ class Regions:
         key = id(function)
         if key not in self._tests:
             rows = self._test_rows_in(function) if function is not None else []
-            self._tests[key] = device_tests(own_nodes(function, rows)) if function is not None and rows != [] else []
+            if function is None or rows == []:
+                self._tests[key] = []
+            else:  # assertions first: an `if` inside their span is the innermost test
+                self._tests[key] = asserted_placements(function) + device_tests(own_nodes(function, rows))
         written = None
         for test in reversed(self._tests[key]):
             if not test.covers(expr):
@@ -224,6 +228,25 @@ def device_tests(nodes: Iterable[ast.AST]) -> List[DeviceTest]:
             decided = _decides(node.test)
             if decided is not None:
                 found += _regions(node, *decided)
+    return found
+
+
+def asserted_placements(function: FunctionNode) -> List[DeviceTest]:
+    """`assert x.device.type == "cpu"` (or `x.is_cuda`, ...) in the body of `function`: the statements after it
+    see `x` where the assertion says, as the branch of an `if` would; so do those before it, for a name (a local
+    or parameter: `tested` then checks that the same binding reaches the use)."""
+    found: List[DeviceTest] = []
+    body = function.body
+    for at, statement in enumerate(body):
+        decided = _decides(statement.test) if isinstance(statement, ast.Assert) else None
+        if decided is None or decided[1][0] is None:
+            continue
+        covered = [s for s in body if s is not statement] if isinstance(decided[0], ast.Name) else body[at + 1 :]
+        if covered:
+            first, last = covered[0], covered[-1]
+            start, end = (first.lineno, first.col_offset), (last.end_lineno, last.end_col_offset)
+            tested, place = decided[0], decided[1][0]
+            found.append(DeviceTest(start, end, tested, place, statement.test, tuple(covered)))  # type: ignore
     return found
 
 

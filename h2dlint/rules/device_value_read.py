@@ -68,6 +68,18 @@ class DeviceValueRead(DeviceToHostRule):
 
 
     VALID = (
+        # Asserted to be on the host, before the assertion too (the same binding); and a device kept in a local
+        # (`device = maps.device`) is where that tensor is.
+        Valid("""
+            import torch
+
+            def forward(maps, n):
+                device = maps.device
+                assert maps.device.type == "cpu"
+                valid = maps >= 0
+                starts = torch.zeros(n, device=device)
+                return maps[valid].tolist(), starts.tolist()
+            """),
         # Rebound inside the branch of a device test: the test no longer says where `x` is.
         Valid("""
             import torch
@@ -195,6 +207,18 @@ class DeviceValueRead(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # An assertion is a device test too: after `assert x.is_cuda`, `x` is on the device.
+        Invalid(
+            """
+            import torch
+
+            def forward(ids):
+                assert ids.is_cuda
+                return ids.tolist()  # HTD201
+            """,
+            column=12,
+            reason="is tested to be on the device",
+        ),
         # `None` as one alternative (`x.to(dev) if x is not None else None`) is no tensor: the other decides.
         Invalid(
             """
