@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.arguments import string_value
 from h2dlint.facts.heuristics import BY_ID
@@ -31,17 +31,42 @@ def once_flags(module: ast.Module) -> FrozenSet[str]:
     return frozenset(attribute for attribute, only_true in verdicts.items() if only_true)
 
 
-def reset_attributes(module: ast.Module, is_one_time: Callable[[str], bool]) -> FrozenSet[str]:
-    """Attributes that a function of `module` sets back to None (`self._meta = None`), other than `__init__` and
-    the functions `is_one_time` names (`reset_*`, loading): a cache of them is dropped as often as such a
-    function runs (per forward, say), so `if self._meta is None:` rebuilds it each time, not once."""
-    found = set()
-    for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_one_time(node.name):
-            for statement in _statements(node.body):
-                assigned = _attribute_assignments(statement)
-                found.update(a for a, value in assigned if value is not None and is_none(value))
-    return frozenset(found)
+def enclosing_functions(module: ast.Module, rows: Sequence[int]) -> List[str]:
+    """The name of the innermost function around each of `rows` (lines), or "" at module or class level; found
+    through statements only, which costs far less than visiting every expression."""
+    found: List[str] = []
+    for row in rows:
+        name, body = "", module.body
+        while True:
+            inner = next((s for s in _defs(body) if s.lineno <= row <= (s.end_lineno or s.lineno)), None)
+            if inner is None:
+                break
+            name = inner.name if not isinstance(inner, ast.ClassDef) else name
+            body = inner.body
+        found.append(name)
+    return found
+
+
+def _defs(body: Sequence[ast.stmt]) -> Iterator[Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]]:
+    """The functions and classes defined in `body`, also inside its branches, loops and `with` blocks."""
+    for statement in _statements_of(body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield statement
+
+
+def _statements_of(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            nested = getattr(statement, field, None)
+            if isinstance(nested, list):
+                stack.extend(reversed([n for n in nested if isinstance(n, ast.stmt)]))
+            for handler in nested if field == "handlers" and isinstance(nested, list) else ():
+                stack.extend(reversed(handler.body))
 
 
 def guarded_attribute(test: ast.expr, tested_value: Optional[ast.expr]) -> Optional[str]:
