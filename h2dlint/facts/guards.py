@@ -10,14 +10,13 @@ graph is captured: once per graph.
 from __future__ import annotations
 
 import ast
-import fnmatch
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.arguments import string_value
 from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.placement_exports import statements_within
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.syntax import is_none, is_self, last_name
+from h2dlint.facts.syntax import glob_matcher, is_none, is_self, last_name
 
 
 def once_flags(module: ast.Module) -> FrozenSet[str]:
@@ -340,6 +339,6 @@ def flag_branch(test: ast.expr, enabled: Callable[[str], bool]) -> Optional[Tupl
     if NEGATING_WORDS & set(name.split("_")):
         return None  # `self.disable_debug`, `no_capture`: the flag's sense is the other way round
     for heuristic in FLAG_GUARDS:
-        if enabled(heuristic) and any(fnmatch.fnmatchcase(name, p) for p in BY_ID[heuristic].patterns):
+        if enabled(heuristic) and glob_matcher(BY_ID[heuristic].patterns)(name) is not None:
             return heuristic, True
     return None

@@ -5,11 +5,10 @@ per request."""
 from __future__ import annotations
 
 import ast
-import fnmatch
 from typing import Iterator, Sequence
 
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.syntax import last_name, target_names
+from h2dlint.facts.syntax import glob_matcher, last_name, target_names
 
 
 def is_fixed_iteration(iterable: ast.expr, names: NameResolver) -> bool:
@@ -67,7 +66,8 @@ def iterates_requests(target: ast.expr, iterable: ast.expr, patterns: Sequence[s
     if not patterns:
         return False
     names = [*target_names(target), *_iterated_names(iterable)]
-    return any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in patterns)
+    matches = glob_matcher(tuple(patterns))
+    return any(matches(name) is not None for name in names)
 
 
 def _iterated_names(iterable: ast.expr) -> Iterator[str]:

@@ -13,11 +13,10 @@ images every step.
 from __future__ import annotations
 
 import ast
-import fnmatch
 from typing import Optional
 
 from h2dlint.facts.heuristics import BY_ID
-from h2dlint.facts.syntax import is_none
+from h2dlint.facts.syntax import glob_matcher, is_none
 
 HEURISTIC = "hot-per-request-multimodal-branch"
 # The local names (parameters, variables) bound only with new images, audio or video: exact names mostly, as
@@ -64,4 +63,4 @@ def _len_argument(expr: ast.expr) -> Optional[ast.expr]:
 def _multimodal(expr: Optional[ast.expr]) -> Optional[ast.expr]:
     if not isinstance(expr, ast.Name):
         return None
-    return expr if any(fnmatch.fnmatchcase(expr.id, pattern) for pattern in MULTIMODAL_INPUTS) else None
+    return expr if glob_matcher(MULTIMODAL_INPUTS)(expr.id) is not None else None

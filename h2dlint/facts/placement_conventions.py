@@ -19,7 +19,7 @@ from typing import Callable, FrozenSet, Iterable, Optional, Tuple, Union
 from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.syntax import last_name
+from h2dlint.facts.syntax import glob_matcher, last_name
 from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 
 HOST_NAMES = "placement-name-host"
@@ -53,7 +53,7 @@ class Conventions:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return False
         name = last_name(expr)
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.mask_names)
+        return glob_matcher(self.mask_names)(name) is not None
 
     def placement(self, expr: ast.expr, known_names: KnownNames) -> Placement:
         """What the name of `expr` (or of the tensor it slices) says; UNKNOWN when it says nothing."""
@@ -155,10 +155,14 @@ def _keeps_data_in_place(call: ast.Call) -> bool:
 def _first(written: str, name: str, table: Tuple[Tuple[str, ...], str]) -> Optional[Tuple[str, str]]:
     """(heuristic, the glob as the message shows it) when a glob of `table` matches `written` or `name`."""
     patterns, heuristic = table
+    matches = glob_matcher(patterns)
+    if matches(name) is None and matches(written) is None:  # one expression for the common answer: no
+        return None
     for pattern in patterns:
         if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(written, pattern):
             return heuristic, f"`{pattern}`" if heuristic.startswith("placement-") else f"{heuristic} `{pattern}`"
     return None
+
 
 
 def _id(heuristic: str) -> Optional[str]:
