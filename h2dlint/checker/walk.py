@@ -29,9 +29,9 @@ from h2dlint.facts.allowed_syncs import sync_allowed_region
 from h2dlint.facts.constructs import accelerator_attributes, host_default_attributes
 from h2dlint.facts.guards import (
     cached_build_guard,
-    enclosing_functions,
     flag_branch,
     guarded_attribute,
+    is_dropped,
     is_once_flag_guard,
     lazy_build_return,
     once_flags,
@@ -41,7 +41,7 @@ from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.multimodal_branches import tests_multimodal_presence
 from h2dlint.facts.placement_conventions import conventions_from, mirror_names
-from h2dlint.facts.placement_regions import default_device, device_context, regions_possible, rows_naming
+from h2dlint.facts.placement_regions import default_device, device_context, regions_possible
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.registrations import is_graph_capture
@@ -115,15 +115,6 @@ class Walk:
         """The names like a host mirror (`seq_lens_cpu`) that the source uses: only their tensors' mirrors are
         looked for."""
         return mirror_names(self._source())
-
-    def _is_dropped(self, attribute: Optional[str]) -> bool:
-        """Whether a function other than `__init__` and one-time ones (`reset_*`, loading) sets `attribute` back
-        to None (`self._meta = None`): found in the text first, then the functions around those lines."""
-        if attribute is None:
-            return False
-        rows = rows_naming(self._source(), (f".{attribute} = None", f".{attribute}=None"))
-        names = enclosing_functions(self._module, rows) if rows else []
-        return any(name not in ("", "__init__") and not self._settings.is_cold_name(name) for name in names)
 
     def _source(self) -> str:
         """The source as one text, joined once: the text checks before placement read it whole."""
@@ -322,7 +313,10 @@ class Walk:
         self._visit(node.test)
         guarded = tested_value(node.test, self._names)
         guard = cached_build_guard(node.test, node.body, guarded)
-        if guard in _DROPPABLE_CACHES and self._is_dropped(guarded_attribute(node.test, guarded)):
+        dropped = guard in _DROPPABLE_CACHES and is_dropped(
+            guarded_attribute(node.test, guarded), self._module, self._source(), self._settings.is_cold_name
+        )
+        if dropped:
             guard = None  # a cache that per-call code drops (`self._meta = None` per forward) is rebuilt each time
         if guard is None and is_once_flag_guard(node.test, self._once_flags):
             guard = "one-time-guard-once-flag"

@@ -15,6 +15,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional
 from h2dlint.facts.arguments import string_value
 from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.placement_exports import statements_within
+from h2dlint.facts.placement_regions import rows_naming
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import glob_matcher, is_none, is_self, last_name
 
@@ -28,6 +29,17 @@ def once_flags(module: ast.Module) -> FrozenSet[str]:
             is_true = isinstance(value, ast.Constant) and value.value is True
             verdicts[attribute] = verdicts.get(attribute, True) and is_true
     return frozenset(attribute for attribute, only_true in verdicts.items() if only_true)
+
+
+def is_dropped(attribute: Optional[str], module: ast.Module, text: str, is_one_time: Callable[[str], bool]) -> bool:
+    """Whether a function other than `__init__` and the one-time ones (`is_one_time`: `reset_*`, loading) sets
+    `attribute` back to None (`self._meta = None`): a cache of it is then rebuilt after each such call, not once.
+    Found in the module's `text` first, then the functions around those lines."""
+    if attribute is None:
+        return False
+    rows = rows_naming(text, (f".{attribute} = None", f".{attribute}=None"))
+    names = enclosing_functions(module, rows) if rows else []
+    return any(name not in ("", "__init__") and not is_one_time(name) for name in names)
 
 
 def enclosing_functions(module: ast.Module, rows: Sequence[int]) -> List[str]:
