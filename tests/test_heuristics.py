@@ -589,6 +589,9 @@ def _reported_modules(tmp_path, **settings: object) -> Dict[str, str]:
     write(tmp_path, "pyproject.toml", "")
     for name in _MODULE_CASES:
         write(tmp_path, name, HOT)
+        for folder in Path(name).parents:
+            if str(folder) != ".":
+                write(tmp_path, f"{folder}/__init__.py", "")
     results = check_paths([str(tmp_path / "pkg")], Settings(**settings), use_cache=False)  # type: ignore[arg-type]
     return {
         str(Path(r.path).relative_to(tmp_path)).replace("\\", "/"): d.code for r in results for d in r.diagnostics
@@ -606,8 +609,24 @@ def test_switching_a_module_heuristic_off_reports_its_modules(tmp_path, heuristi
     assert set(reported) == {name for name, h in _MODULE_CASES.items() if h in (None, heuristic)}
 
 
+@pytest.mark.parametrize("package", [False, True])
+def test_the_folder_the_files_share_counts_only_as_a_package(tmp_path, package):
+    # A checkout called `my_debug_checkout` says nothing of its modules; a package `debug_tools` does.
+    root = "debug_tools" if package else "my_debug_checkout"
+    write(tmp_path, f"{root}/pyproject.toml", "")
+    write(tmp_path, f"{root}/model.py", HOT)
+    write(tmp_path, f"{root}/serve/step.py", HOT)
+    if package:
+        write(tmp_path, f"{root}/__init__.py", "")
+        write(tmp_path, f"{root}/serve/__init__.py", "")
+    results = check_paths([str(tmp_path / root)], Settings(), use_cache=False)
+    assert sum(len(r.diagnostics) for r in results) == (0 if package else 2)
+
+
 def test_explain_says_why_a_module_heuristic_leaves_a_site_unreported(tmp_path, run_cli):
     write(tmp_path, "pyproject.toml", "")
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/mlx/__init__.py", "")
     path = write(tmp_path, "pkg/mlx/runner.py", HOT)
     _, out, _ = run_cli("explain", f"{path}:4", str(tmp_path / "pkg"))
     assert "runs on a host-only platform, with its tensors on the CPU" in out

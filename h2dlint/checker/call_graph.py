@@ -19,6 +19,11 @@ class CallGraph:
         """Every module, by name, with its summary."""
         raise NotImplementedError
 
+    def name_parts(self, module: str) -> Tuple[str, ...]:
+        """The parts of `module`'s dotted name that say what it is (`facts.heuristic_modules` reads them); none
+        where the module's place in a project is not known."""
+        return ()
+
     def loop_calls(self) -> Iterable[Tuple[str, CallRef, List[Key]]]:
         """Calls made in a loop (and not in a one-time guard), with their module and the functions they reach."""
         raise NotImplementedError

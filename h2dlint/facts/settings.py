@@ -202,10 +202,9 @@ class Settings:
         """The id of the heuristic whose one-time name `name` has, or None."""
         return _first_match(name, class_name, self.cold_table) if self.is_cold_name(name, class_name) else None
 
-    def cold_module_heuristic(self, module: str) -> Optional[str]:
-        """The id of the heuristic that makes every function of the module `module` (a dotted name) cold by a
-        part of its name (`facts.heuristic_modules`), or None."""
-        parts = module.split(".") if module else ()
+    def cold_module_heuristic(self, parts: Sequence[str]) -> Optional[str]:
+        """The id of the heuristic that makes every function of a module cold by a part of its dotted name
+        (`parts`, from `CallGraph.name_parts`: `debug_utils` of `srt.debug_utils.dumper`), or None."""
         for heuristic in COLD_MODULES:
             if self.enabled(heuristic.id) and any(_compiled(heuristic.patterns)(part) for part in parts):
                 return heuristic.id

@@ -52,7 +52,7 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
     """The heat of every function that is hot or cold; neutral functions are absent."""
     heat: Dict[Key, Heat] = {}
     for module, summary in graph.modules():
-        by_module = _cold_module(module, settings)
+        by_module = _cold_module(graph.name_parts(module), module, settings)
         for qualname, function in summary.functions.items():
             cold = by_module(qualname) if by_module is not None else _cold_heat(function, summary, module, settings)
             if cold is not None:
@@ -118,10 +118,12 @@ def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]
     return {qualname: h for (_, qualname), h in propagate(ModuleGraph(summary), settings).items()}
 
 
-def _cold_module(module: str, settings: Settings) -> Optional[Callable[[str], Optional[Heat]]]:
-    """The heat of each function (by qualname) of a module that a module heuristic makes cold, marks aside
-    (`facts.heuristic_modules`); None for any other module. Asked once per module: a project has thousands."""
-    heuristic = settings.cold_module_heuristic(module)
+def _cold_module(
+    parts: Tuple[str, ...], module: str, settings: Settings
+) -> Optional[Callable[[str], Optional[Heat]]]:
+    """The heat of each function (by qualname) of a module that a module heuristic makes cold by the `parts` of
+    its name (`facts.heuristic_modules`), marks aside; None for any other module. Asked once per module."""
+    heuristic = settings.cold_module_heuristic(parts)
     if heuristic is None:
         return None
     why, tag = UNREPORTED_BECAUSE[heuristic], heuristic.replace("cold-module-", "")

@@ -69,6 +69,7 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         needs no knowledge of where the import root is, and works for namespace packages (no `__init__.py`).
         """
         self._modules = modules
+        self._paths = paths
         self._full_names = {name: ".".join(components(os.path.abspath(path))) for name, path in paths.items()}
         self._packages = frozenset(n for n, p in paths.items() if os.path.basename(p) == "__init__.py")
         self._by_suffix = suffix_index(self._full_names)
@@ -120,6 +121,18 @@ class ProjectGraph(ReceiverClasses, CallGraph):
             self._loop_calls.append((module, call, targets))
 
     # --- CallGraph --------------------------------------------------------------------------------------------
+
+    def name_parts(self, module: str) -> Tuple[str, ...]:
+        """All parts of the short name but the first, which names the folder the run's files share: a checkout
+        that may be called anything (`sglang-debug`), unless that folder is a package (holds `__init__.py`)."""
+        parts = tuple(module.split("."))
+        path = self._paths.get(module)
+        if path is None or "/" in module or os.sep in module:
+            return parts[1:]
+        first = os.path.dirname(os.path.abspath(path))
+        for _ in range(len(parts) - (1 if os.path.basename(path) == "__init__.py" else 2)):
+            first = os.path.dirname(first)
+        return parts if os.path.exists(os.path.join(first, "__init__.py")) else parts[1:]
 
     def modules(self) -> Iterable[Tuple[str, ModuleSummary]]:
         return self._modules.items()
