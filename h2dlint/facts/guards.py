@@ -60,24 +60,9 @@ def enclosing_functions(module: ast.Module, rows: Sequence[int]) -> List[str]:
 
 def _defs(body: Sequence[ast.stmt]) -> Iterator[Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]]:
     """The functions and classes defined in `body`, also inside its branches, loops and `with` blocks."""
-    for statement in _statements_of(body):
+    for statement in statements_within(list(body)):
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             yield statement
-
-
-def _statements_of(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-    stack = list(reversed(body))
-    while stack:
-        statement = stack.pop()
-        yield statement
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            nested = getattr(statement, field, None)
-            if isinstance(nested, list):
-                stack.extend(reversed([n for n in nested if isinstance(n, ast.stmt)]))
-            for handler in nested if field == "handlers" and isinstance(nested, list) else ():
-                stack.extend(reversed(handler.body))
 
 
 def guarded_attribute(test: ast.expr, tested_value: Optional[ast.expr]) -> Optional[str]:

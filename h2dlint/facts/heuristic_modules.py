@@ -4,8 +4,8 @@
 Their globs are matched against each part of a module's dotted name in the project (`debug_utils` of
 `srt.debug_utils.dumper`; `CallGraph.name_parts`), so a package makes all of its modules cold. The first part
 counts only when it is a package: otherwise it names the folder the run's files share, a checkout that may be
-called anything (`sglang-debug/`). A file checked without a project (flake8
-on stdin) has no module name, and these heuristics say nothing of it."""
+called anything (`sglang-debug/`). A file checked without a project (flake8 on stdin) has no module name, and
+these heuristics say nothing of it."""
 
 from __future__ import annotations
 

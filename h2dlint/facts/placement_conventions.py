@@ -164,7 +164,6 @@ def _first(written: str, name: str, table: Tuple[Tuple[str, ...], str]) -> Optio
     return None
 
 
-
 def _id(heuristic: str) -> Optional[str]:
     return heuristic if heuristic in BY_ID else None
 

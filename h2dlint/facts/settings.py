@@ -6,7 +6,6 @@ the same object.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import re
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from h2dlint.facts.heuristics import (
     unknown_ids,
 )
 from h2dlint.facts.presets import PRESETS, Preset
+from h2dlint.facts.syntax import glob_matcher
 
 # The name lists, as the registry groups them (see `h2dlint.facts.heuristics`); patterns are fnmatch globs.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_patterns(HOT_NAMES, ()))
@@ -166,7 +166,7 @@ class Settings:
     def runs_per_step_in_any_case(self, class_name: str) -> bool:
         """Whether class `class_name` is one the per-request class heuristics leave per step (their exceptions:
         a language model, `*ForCausalLM*`), even where an encoder builds it."""
-        return any(_compiled(h.exceptions)(class_name) is not None for h in PER_REQUEST_CLASSES)
+        return any(glob_matcher(h.exceptions)(class_name) is not None for h in PER_REQUEST_CLASSES)
 
     def loops_repeat_per_request(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether the loops of function `name` (of `class_name`), which runs once per request, repeat per
@@ -206,7 +206,7 @@ class Settings:
         """The id of the heuristic that makes every function of a module cold by a part of its dotted name
         (`parts`, from `CallGraph.name_parts`: `debug_utils` of `srt.debug_utils.dumper`), or None."""
         for heuristic in COLD_MODULES:
-            if self.enabled(heuristic.id) and any(_compiled(heuristic.patterns)(part) for part in parts):
+            if self.enabled(heuristic.id) and any(glob_matcher(heuristic.patterns)(part) for part in parts):
                 return heuristic.id
         return None
 
@@ -217,8 +217,8 @@ def unknown_heuristic_text(heuristic: str) -> str:
 
 def _is_class_of(heuristic: Heuristic, class_name: str) -> bool:
     """Whether `class_name` matches a glob of `heuristic` and none of its exceptions."""
-    matches = _compiled(heuristic.patterns)(class_name) is not None
-    return matches and _compiled(heuristic.exceptions)(class_name) is None
+    matches = glob_matcher(heuristic.patterns)(class_name) is not None
+    return matches and glob_matcher(heuristic.exceptions)(class_name) is None
 
 
 def _matches_any(name: str, class_name: Optional[str], patterns: Tuple[str, ...]) -> bool:
@@ -243,15 +243,9 @@ def _first_match(name: str, class_name: Optional[str], table: NameTable) -> Opti
 def _split_patterns(patterns: Tuple[str, ...]) -> Tuple[Callable[[str], Optional["re.Match[str]"]], ...]:
     """Matchers for the plain patterns (against a name) and the dotted ones (against `Class.name`)."""
     return (
-        _compiled(tuple(p for p in patterns if "." not in p)),
-        _compiled(tuple(p for p in patterns if "." in p)),
+        glob_matcher(tuple(p for p in patterns if "." not in p)),
+        glob_matcher(tuple(p for p in patterns if "." in p)),
     )
-
-
-@functools.lru_cache(maxsize=512)
-def _compiled(patterns: Tuple[str, ...]) -> Callable[[str], Optional["re.Match[str]"]]:
-    """One regular expression for all the globs: a project has tens of thousands of function names."""
-    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)").match
 
 
 # Rule families that are off unless `select` names them (`select = ["HTD1", "HTD2"]`, `--select HTD2`): the

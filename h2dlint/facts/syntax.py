@@ -86,7 +86,7 @@ def attribute_looked_up(call: ast.Call) -> Optional[ast.Attribute]:
     return ast.copy_location(ast.Attribute(value=call.args[0], attr=name, ctx=ast.Load()), call)
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=512)  # the tables of a run, and each of their patterns alone
 def glob_matcher(patterns: Tuple[str, ...]) -> Callable[[str], Optional["re.Match[str]"]]:
     """Whether a name matches any of the fnmatch globs `patterns` (case-sensitive), as one regular expression:
     asked of most names of a project, a loop over `fnmatchcase` costs a measurable share of a cold run."""
