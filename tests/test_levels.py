@@ -508,3 +508,34 @@ def test_vllm_runs_its_multimodal_encoder_once_per_request():
     found = {d.span.row: d for d in check_source(ENCODER_PROTOCOL, Settings())}
     assert {row: d.level for row, d in found.items()} == {6: "per-step", 14: "per-request", 17: "per-request"}
     assert "`VisionModelForConditionalGeneration.encoder_eager_forward` runs once per request" in found[14].message
+
+
+PREEMPTED = """\
+import torch
+
+class Scheduler:
+    def event_loop_step(self, batch, dev):
+        if batch.out_of_memory:
+            self.retract_decode(batch, dev)
+        for req in batch.retracted:
+            req.load_kv_cache(dev)
+        return torch.tensor(batch.ids, device=dev)
+
+    def retract_decode(self, batch, dev):
+        return self.copy_back(batch.victims, dev)
+
+    def copy_back(self, rows, dev):
+        return torch.tensor(rows, device=dev)
+
+class Req:
+    def load_kv_cache(self, dev):
+        return torch.tensor(self.kv_rows, device=dev)
+"""
+
+
+def test_preempting_a_request_and_resuming_it_run_once_per_preempted_request():
+    levels = {d.span.row: d.level for d in check_source(PREEMPTED, Settings())}
+    assert levels == {9: "per-step", 15: "per-request", 19: "per-request"}
+    # Switched off, `retract_decode` is a decode step, and nothing says `load_kv_cache` runs at all.
+    off = Settings(disable_heuristics=("hot-name-preemption",))
+    assert {d.span.row: d.level for d in check_source(PREEMPTED, off)} == {9: "per-step", 15: "per-step"}

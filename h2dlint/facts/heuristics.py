@@ -24,7 +24,7 @@ from h2dlint.facts.heuristic_levels import LEVEL_HEURISTICS, PER_REQUEST_CLASSES
 from h2dlint.facts.heuristic_modules import COLD_MODULES
 from h2dlint.facts.heuristic_placement import PLACEMENT_CONVENTIONS
 from h2dlint.facts.heuristic_types import Effect, Group, Heuristic, name_patterns, preset_heuristic
-from h2dlint.facts.presets import NEW_REQUEST
+from h2dlint.facts.presets import NEW_REQUEST, PREEMPTION
 
 __all__ = [  # the registry, and the types and helpers of `heuristic_types` that its users import from here
     "ALL_IDS", "BY_ID", "COLD_MODULES", "COLD_NAMES", "CONFIGURED_NAMES", "HEURISTICS", "HOT_NAMES", "LEVEL_HEURISTICS",
@@ -139,6 +139,18 @@ HOT_NAMES: Tuple[Heuristic, ...] = (
             "sglang multimodal/processors/internvl.py:664",
             "sglang configs/deepseek_ocr.py:117",
             "vllm model_executor/models/longcat_flash_ngram.py:319",
+        ),
+    ),
+    _names(
+        "hot-name-preemption", _HOT,
+        "a serving engine preempts a request when its KV cache runs out (`retract_decode`, `preempt_seqs`), moves "
+        "the request's KV cache to the host and back when it resumes (`get_cpu_copy`, `load_kv_cache`): once per "
+        "preempted request, though the step loop calls it",
+        PREEMPTION,
+        evidence=(
+            "sglang mem_cache/swa_memory_pool.py:412",
+            "sglang mem_cache/unified_memory_pool.py:2110",
+            "sglang mem_cache/unified_memory_pool.py:2112",
         ),
     ),
     _names(

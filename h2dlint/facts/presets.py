@@ -67,11 +67,21 @@ DIFFUSION = Preset(
 # patterns of `hot-name-new-request`, which makes them hot: once per request.
 NEW_REQUEST = ("tokenize*", "*_tokenize*", "add_request*")
 
+# A serving engine preempts a request when the KV cache runs out (sglang retracts it, vLLM and lmdeploy preempt
+# it), moves its KV cache to the host (`get_cpu_copy`, `offload_kv_cache`) and back when it resumes
+# (`load_cpu_copy`, `load_kv_cache`, `restore_kv_cache`): once per preempted request, though the step loop calls
+# it. Backups and swaps are no such names: HiSparse swaps pages in and backs a token up every decode step. The
+# patterns of `hot-name-preemption`.
+PREEMPTION = (
+    "*retract*", "*preempt*", "get_cpu_copy", "load_cpu_copy", "offload_kv_cache", "load_kv_cache",
+    "restore_kv_cache*",
+)
+
 SERVING = Preset(
     "serving",
     "LLM serving engines (sglang, vllm, lmdeploy): schedulers, model runners, attention backends, samplers.",
     hot=None,
-    per_request=NEW_REQUEST,
+    per_request=NEW_REQUEST + PREEMPTION,
     cold=None,
 )
 

@@ -118,7 +118,11 @@ class Settings:
         cold = name_patterns(cold_names, self.disable_heuristics) + self._configured(
             "cold-name-configured", self.extend_cold_functions
         )
-        per_request = (DEFAULT_PER_REQUEST_FUNCTIONS if preset.hot != () else ()) + preset.per_request
+        # A per-request name of a hot heuristic switched off (`hot-name-preemption`) is no longer per request.
+        switched_off = {p for h in hot_names if h.id in self.disable_heuristics for p in h.patterns}
+        per_request = (DEFAULT_PER_REQUEST_FUNCTIONS if preset.hot != () else ()) + tuple(
+            p for p in preset.per_request if p not in switched_off
+        )
         object.__setattr__(self, "per_request_functions", per_request)
         object.__setattr__(self, "hot_table", hot)
         object.__setattr__(self, "cold_table", cold)
