@@ -441,6 +441,23 @@ def test_by_name_links_prefer_classes_named_like_the_receiver(tmp_path, run_cli)
     assert set(reported(out)) == {"backend.py:5"}, out
 
 
+@pytest.mark.parametrize(
+    "receiver, reached",
+    [("audio_tokenizer_encoder", {"backend.py:5"}), ("text_tokenizer", {"backend.py:9"}), ("model", set())],
+)
+def test_a_one_word_method_links_only_to_the_class_of_its_module_named_like_the_receiver(
+    tmp_path, run_cli, receiver, reached
+):
+    """`encode` is a name strings and libraries have too: on a receiver of unknown class it is linked only to
+    the one class of the caller's own module that is named like the receiver or its last word."""
+    module = two_classes("AudioEncoder", "TextTokenizer", "encode") + (
+        f"\n\ndef step(items, {receiver}):\n    for item in items:\n        {receiver}.encode(item)\n"
+    )
+    elsewhere = f"def step(items, {receiver}):\n    for item in items:\n        {receiver}.encode(item)\n"
+    _, out, _ = run_cli("check", "--output-format", "concise", str(typed_project(tmp_path, module, elsewhere)))
+    assert set(reported(out)) == reached, out
+
+
 def test_the_rest_of_a_lazy_build_after_its_early_return_is_one_time(tmp_path, run_cli):
     write_tree(
         tmp_path,

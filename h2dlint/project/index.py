@@ -76,6 +76,7 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         self._local = {name: ModuleGraph(summary, name) for name, summary in modules.items()}
         self._defined_names: Set[str] = set()
         self._methods_by_name: Dict[str, List[Key]] = {}
+        self._methods_of_module: Dict[str, Dict[str, List[Key]]] = {}
         self._interfaces: Dict[str, List[Key]] = {}  # method name -> the classes declaring it as an interface
         for name, summary in modules.items():
             self._defined_names.update(a for aliases in summary.method_aliases.values() for a in aliases)
@@ -189,7 +190,8 @@ class ProjectGraph(ReceiverClasses, CallGraph):
             return self._attribute_call(module, call.owner or "", call.name)
         if call.kind is CallKind.SELF or call.kind is CallKind.SUPER:
             return self._inherited(module, call)
-        return self._by_name(call.name, call.receiver[-1] if call.receiver and len(call.receiver) > 1 else None)
+        receiver = call.receiver[-1] if call.receiver and len(call.receiver) > 1 else None
+        return self._by_name(call.name, receiver, module)
 
     def _imported_function(self, module: str, name: str) -> List[Key]:
         target = self._lookup(module, name)
@@ -212,7 +214,7 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         if owner in summary.classes:
             return self._method((module, owner), name)  # inherited from a base class in another module
         if owner not in summary.imports:
-            return self._by_name(name, owner)  # `batch.prepare_for_decode()`: a variable of unknown type
+            return self._by_name(name, owner, module)  # `batch.prepare_for_decode()`: a variable of unknown type
         target = self._lookup(module, owner)
         if target is None:
             return []  # imported from outside the project
@@ -308,19 +310,44 @@ class ProjectGraph(ReceiverClasses, CallGraph):
                 found.append(target)  # type: ignore[arg-type]
         return found
 
-    def _by_name(self, name: str, receiver: Optional[str] = None) -> List[Key]:
+    def _by_name(self, name: str, receiver: Optional[str] = None, module: str = "") -> List[Key]:
         """`name` on an object of unknown class; `receiver` is the name it goes by (`markov_head`), and when
         some candidates' classes are named like it (`GatedMarkovHead`), only those are kept. A method declared
         on an interface reaches every override of it (`facts.dispatch.INTERFACE_METHOD`)."""
         if name in self._interfaces:
             return self._interface_overrides(name)
         if "_" not in name.strip("_"):
-            return []  # one-word names (`connect`, `process`) are shared with libraries: no evidence
+            return self._named_alike_here(module, name, receiver)
         candidates = self._methods_by_name.get(name, [])
         if len(candidates) > BY_NAME_LIMIT:
             return []
         named_alike = [c for c in candidates if receiver and self._class_named_like(c, receiver)]
         return named_alike or list(candidates)
+
+    def _named_alike_here(self, module: str, name: str, receiver: Optional[str]) -> List[Key]:
+        """A one-word method (`encode`) on an object of unknown class: one-word names are shared with libraries,
+        so only the one class of the caller's own module that defines it and is named like the receiver, or like
+        the receiver's last word (`audio_tokenizer_encoder.encode()`: `AudioEncoder.encode`), is evidence."""
+        if not receiver or module not in self._modules:
+            return []
+        here = self._methods_here(module).get(name)
+        if not here:
+            return []
+        for wanted in (receiver, receiver.rpartition("_")[2]):
+            named_alike = [key for key in here if self._class_named_like(key, wanted)]
+            if named_alike:
+                return named_alike if len(named_alike) == 1 else []
+        return []
+
+    def _methods_here(self, module: str) -> Dict[str, List[Key]]:
+        """The methods of the classes of `module`, by name; built on first use."""
+        if module not in self._methods_of_module:
+            found: Dict[str, List[Key]] = {}
+            for function in self._modules[module].functions.values():
+                if function.class_qualname is not None and function.parent is None:
+                    found.setdefault(function.name, []).append((module, function.qualname))
+            self._methods_of_module[module] = found
+        return self._methods_of_module[module]
 
     def _interface_overrides(self, name: str) -> List[Key]:
         found: List[Key] = []
