@@ -22,6 +22,17 @@ from h2dlint.project.run import check_paths
 CASES: Tuple[Tuple[str, str, bool], ...] = (
     ("hot-name-forward", HOT, True),
     (
+        "cold-sync-on-request-arrival",
+        """
+        import torch
+
+        def tokenize_with_images(ids, images):
+            positions = torch.arange(len(ids), device=ids.device)
+            return int(positions.max().item())
+        """,
+        False,
+    ),
+    (
         "placement-sibling-host-mirror",
         """
         import torch
@@ -340,6 +351,8 @@ CONFIGURED = "import torch\n\ndef run_batch(ids, dev):\n    return torch.tensor(
 
 
 def count(source: str, **settings: object) -> int:
+    """Findings of the H2D and D2H families (the D2H ones are selected on request)."""
+    settings = {"select": ("HTD1", "HTD2"), **settings}
     return len(check_source(textwrap.dedent(source), Settings(**settings)))  # type: ignore[arg-type]
 
 

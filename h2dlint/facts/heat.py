@@ -47,6 +47,9 @@ class Heat:
     # How often a loop of hot code repeats: per step, or per request where code run once per request loops
     # over that request's items (`hot-per-request-loop`); a function takes its caller's.
     loop_level: str = PER_STEP
+    # The root runs where a serving engine takes a request in, in its tokenizer or input-processing process
+    # (`cold-sync-on-request-arrival`): on host tensors, and away from the step loop, so the D2H rules are quiet.
+    on_arrival: bool = False
 
     @property
     def reason(self) -> str:
@@ -63,7 +66,7 @@ class Heat:
         chain = (caller,) + self.chain
         return Heat(
             True, self.origin, self.tag, chain, self.module, self.level, heuristic=self.heuristic,
-            loop_level=self.loop_level,
+            loop_level=self.loop_level, on_arrival=self.on_arrival,
         )
 
 

@@ -253,6 +253,18 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
         ),
     ),
     Heuristic(
+        "cold-sync-on-request-arrival", _COLD, Group.CALL,
+        "what a serving engine runs only as a request arrives (tokenizing it and processing its images: "
+        "`hot-name-new-request`) works on host tensors, in the tokenizer's process and away from the step "
+        "loop: the device-to-host rules are quiet there",
+        evidence=(
+            "sglang layers/rotary_embedding/bailing_mrope.py:192",
+            "sglang layers/rotary_embedding/bailing_mrope.py:305",
+            "sglang layers/rotary_embedding/bailing_mrope.py:346",
+            "sglang layers/rotary_embedding/mrope_rope_index.py:528",
+        ),
+    ),
+    Heuristic(
         "cold-only-called-once", _COLD, Group.CALL,
         "a function only one-time code calls (module level, cold functions, one-time guards) runs once",
         evidence=(

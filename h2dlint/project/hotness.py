@@ -38,6 +38,7 @@ shows); `h2dlint.project.index.ProjectGraph` reasons across the files of a proje
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from typing import AbstractSet, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
@@ -111,6 +112,10 @@ def _spread_hot(
 
 
 _Roots = List[Tuple[Key, Heat]]
+
+# Where a serving engine takes a request in (`hot-name-new-request`), and the heuristic that keeps the D2H rules
+# quiet in what only that reaches.
+ARRIVAL, QUIET_ON_ARRIVAL = "hot-name-new-request", "cold-sync-on-request-arrival"
 
 
 def function_heat(summary: ModuleSummary, settings: Settings) -> Dict[str, Heat]:
@@ -246,6 +251,7 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
     # per-step code calls it (`_spread_roots`): the loop calls it only for the items that need it.
     entry_points = {key for key, root in named if root.level == PER_REQUEST}
     loop_levels = {key: root.loop_level for key, root in named}
+    on_arrival = {key for key, root in named if root.on_arrival}
     loops: List[Tuple[Key, Heat]] = []
     if not settings.enabled("hot-called-in-loop"):
         return named, loops
@@ -261,6 +267,7 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
         else:
             root = loop_root(module, call, PER_REQUEST, f" ({reached[caller].tag})")
         targets = [callee for callee in targets if callee not in entry_points]
+        root = replace(root, on_arrival=True) if caller in on_arrival else root
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)
     return named, loops
@@ -329,8 +336,10 @@ def _named_root(
         elif part:
             origin, heuristic = f"{origin} (only multimodal encoders build `{class_name}`)", ENCODER
         loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
+        on_arrival = heuristic == ARRIVAL and settings.enabled(QUIET_ON_ARRIVAL)
         return Heat(
-            True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic, loop_level=loops
+            True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic, loop_level=loops,
+            on_arrival=on_arrival,
         )
     return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, heuristic)
 

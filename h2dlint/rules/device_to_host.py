@@ -169,6 +169,10 @@ D2H_REFERENCES = ("sync-debug-mode", "cuda-sync", "hotness")
 # ones (`benchmarks/d2h_labels.tsv`, `d2h_finding_labels.tsv`), and 6 of those are setup, debug checks or dead
 # code; 2 are per-step syncs in functions that the call graph does not reach.
 LOOP_IN_UNKNOWN_CODE = "it is in a loop, but the code around it is not known to run per step or per request"
+ON_ARRIVAL = (
+    "the code around it runs only as a request arrives, on host tensors in the tokenizer's process "
+    "(`cold-sync-on-request-arrival`)"
+)
 
 
 class DeviceToHostRule(Rule):
@@ -184,12 +188,17 @@ class DeviceToHostRule(Rule):
 
     @classmethod
     def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
-        return None if _hot_by_loop_alone(site, owner) else super().report_reason(site, owner, module)
+        if _hot_by_loop_alone(site, owner) or (owner is not None and owner.on_arrival):
+            return None
+        return super().report_reason(site, owner, module)
 
     @classmethod
     def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
-        if _hot_by_loop_alone(site, owner) and site_cold_reason(site) is None:
-            return LOOP_IN_UNKNOWN_CODE
+        if site_cold_reason(site) is None:
+            if _hot_by_loop_alone(site, owner):
+                return LOOP_IN_UNKNOWN_CODE
+            if owner is not None and owner.on_arrival:
+                return ON_ARRIVAL
         return super().unreported_reason(site, owner)
 
 
