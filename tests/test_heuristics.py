@@ -562,6 +562,34 @@ def test_a_debug_flag_read_through_its_getter_guards_its_branch(flag):
 
 
 @pytest.mark.parametrize(
+    "guard, reported",
+    [
+        ("if not envs.SGLANG_DEBUG_METRICS.get():\n        return", 0),
+        ("if not self.debug_mode:\n        return None", 0),
+        ("if self.debug_mode:\n        return", 1),  # the rest runs with debugging off
+        ("if not self.disable_debug:\n        return", 1),  # a switch whose sense is the other way round
+        ("if not envs.SGLANG_DEBUG_METRICS.get():\n        log()\n        return", 1),  # not a bare return
+    ],
+)
+def test_the_rest_of_a_function_after_returning_unless_debugging_is_one_time(guard, reported):
+    source = f"""
+import torch
+
+def observe(self, dev, envs):
+    {guard}
+    return report(dev)
+
+def report(dev):
+    return torch.tensor([1, 2], device=dev)
+
+def forward(self, dev, envs):
+    return observe(self, dev, envs)
+"""
+    assert count(source) == reported
+    assert count(source, disable_heuristics=("one-time-guard-debug",)) == 1
+
+
+@pytest.mark.parametrize(
     "body, raises",
     [
         ("    msg = str(x)\n    raise ValueError(msg)", True),

@@ -192,7 +192,8 @@ class Walk:
         self._leave_scope()
 
     def _visit_body(self, body: Sequence[ast.stmt]) -> None:
-        """A function's statements; those after an early return of a lazy build are one-time."""
+        """A function's statements; those after an early return of a lazy build, or of a debugging switch that
+        is off (`if not envs.DEBUG_X.get(): return`), are one-time."""
         for index, statement in enumerate(body):
             self._visit(statement)
             guard = self._switched_on(lazy_build_return(statement, body[index + 1 :], self._names.value_at))
@@ -200,6 +201,19 @@ class Walk:
                 per_miss = runtime_lazy_memo_key(statement, self._names.value_at)
                 self._visit_guarded(body[index + 1 :], guard, per_miss)
                 return
+            flag = self._returns_unless_flag(statement)
+            if flag is not None:
+                self._visit_guarded(body[index + 1 :], flag, False)
+                return
+
+    def _returns_unless_flag(self, statement: ast.stmt) -> Optional[str]:
+        """The guard (`flag_branch`) of `if not <flag>: return`: what follows runs only with the flag on."""
+        if not isinstance(statement, ast.If) or statement.orelse:
+            return None
+        if len(statement.body) != 1 or not isinstance(statement.body[0], ast.Return):
+            return None
+        flagged = flag_branch(statement.test, self._enabled)
+        return flagged[0] if flagged is not None and not flagged[1] else None
 
     def _visit_guarded(self, nodes: Sequence[ast.AST], guard: str, per_miss: bool) -> None:
         """Visit `nodes` under the one-time guard `guard` (a heuristic's id) or, when the guard is a memo
