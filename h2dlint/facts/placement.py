@@ -278,6 +278,10 @@ def _joined_items(tensors: ast.expr, scope: PlacementScope, depth: int) -> Itera
     elif _is_list_sum(tensors):
         yield from _joined_items(tensors.left, scope, depth + 1)  # type: ignore[attr-defined]
         yield from _joined_items(tensors.right, scope, depth + 1)  # type: ignore[attr-defined]
+    elif _picks_per_item(tensors):  # `[a if c else b for ...]`: a list that holds both kinds, joined together
+        for branch in (tensors.elt.body, tensors.elt.orelse):  # type: ignore[attr-defined]
+            each = ast.copy_location(ast.ListComp(elt=branch, generators=tensors.generators), tensors)  # type: ignore[attr-defined]
+            yield placement_of(each, scope, depth + 1)
     elif isinstance(tensors, ast.Name) and depth < _MAX_DEPTH:
         yield from (p.via(f"line {tensors.lineno}: `{tensors.id}`") for p in _named_items(tensors, scope, depth))
     else:
@@ -286,10 +290,16 @@ def _joined_items(tensors: ast.expr, scope: PlacementScope, depth: int) -> Itera
 
 def _named_items(name: ast.Name, scope: PlacementScope, depth: int) -> Iterator[Placement]:
     value = scope.names.value_at(name)
-    if (isinstance(value, (ast.List, ast.Tuple)) and value.elts) or (value is not None and _is_list_sum(value)):
+    written_out = isinstance(value, (ast.List, ast.Tuple)) and bool(value.elts)
+    if written_out or (value is not None and (_is_list_sum(value) or _picks_per_item(value))):
         yield from _joined_items(value, scope, depth + 1)  # `parts = [head, *rest]`: read together
     else:
         yield placement_of(name, scope, depth + 1)  # `rows = []` filled by `.append`: every item agrees, or unknown
+
+
+def _picks_per_item(expr: ast.expr) -> bool:
+    """`[a if c else b for x in xs]`: a comprehension whose items are one of two tensors, each chosen per item."""
+    return isinstance(expr, (ast.ListComp, ast.GeneratorExp)) and isinstance(expr.elt, ast.IfExp)
 
 
 def _is_list_sum(expr: ast.expr) -> bool:

@@ -387,6 +387,17 @@ class BlockingHostCopy(Rule):
             """,
             reason="is built on the host by `torch.zeros(...)` at line 4)",
         ),
+        # So does a list whose items are chosen per item: both kinds are in it when it is joined.
+        Invalid(
+            """
+            import torch
+
+            def forward(items, dev):
+                deltas = [torch.zeros(1) if item is None else item.delta for item in items]
+                return torch.stack(deltas).to(dev)  # HTD103
+            """,
+            reason="is built on the host by `torch.zeros(...)` at line 4)",
+        ),
         # A host tensor with a dimension keeps arithmetic on the host, whatever the other operand: a device one
         # would raise. Names unpacked from `torch.meshgrid` are where its inputs are; an annotated empty list
         # is filled as a plain one.
