@@ -22,6 +22,28 @@ from h2dlint.project.run import check_paths
 CASES: Tuple[Tuple[str, str, bool], ...] = (
     ("hot-name-forward", HOT, True),
     (
+        "one-time-guard-cpu-platform",
+        """
+        import torch
+
+        def forward(ids, dev, platform):
+            if platform.is_cpu():
+                ids = torch.tensor([1, 2], device=dev)
+            return ids
+        """,
+        False,
+    ),
+    (
+        "placement-name-routing",
+        """
+        import torch
+
+        def forward(topk_ids):
+            return topk_ids.tolist()
+        """,
+        True,
+    ),
+    (
         "cold-sync-on-request-arrival",
         """
         import torch
@@ -697,3 +719,20 @@ def test_a_cache_that_per_call_code_drops_is_rebuilt_each_time(dropper, reported
     # one-time function (`reset_*`) or only in `__init__`, once.
     assert count(_DROPPED_CACHE.format(dropper=dropper)) == reported
     assert count(_DROPPED_CACHE.replace("    def {dropper}(self):\n        self._meta = None\n\n", "")) == 0
+
+
+@pytest.mark.parametrize(
+    "test, reported",
+    [("_is_cpu", 0), ("is_cpu()", 0), ("current_platform.is_cpu()", 0), ("ids.is_cpu", 1), ("not _is_cpu", 1)],
+)
+def test_a_cpu_platform_branch_is_quiet_and_a_tensor_on_the_cpu_is_not(test, reported):
+    """`t.is_cpu` says where a tensor is: moving it from there is the copy the rules are for."""
+    source = f"""
+        import torch
+
+        def forward(ids, dev, _is_cpu, is_cpu, current_platform):
+            if {test}:
+                ids = torch.tensor(ids).to(dev)
+            return ids
+        """
+    assert count(source) == reported

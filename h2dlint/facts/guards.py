@@ -314,7 +314,8 @@ def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
 
 CAPTURE_GUARD = "one-time-guard-capture"
 DEBUG_GUARD = "one-time-guard-debug"
-FLAG_GUARDS = (CAPTURE_GUARD, DEBUG_GUARD)  # branches a flag's name selects
+CPU_PLATFORM_GUARD = "one-time-guard-cpu-platform"
+FLAG_GUARDS = (CAPTURE_GUARD, DEBUG_GUARD, CPU_PLATFORM_GUARD)  # branches a flag's name selects
 # Words of a flag's name that turn its sense round: such a flag is no guard.
 NEGATING_WORDS = frozenset({"no", "not", "disable", "disabled", "skip", "without", "off", "suppress", "never"})
 
@@ -336,6 +337,8 @@ def flag_branch(test: ast.expr, enabled: Callable[[str], bool]) -> Optional[Tupl
     if NEGATING_WORDS & set(name.split("_")):
         return None  # `self.disable_debug`, `no_capture`: the flag's sense is the other way round
     for heuristic in FLAG_GUARDS:
+        if heuristic == CPU_PLATFORM_GUARD and isinstance(test, ast.Attribute):
+            continue  # `t.is_cpu` says where a tensor is, not which platform runs: no guard of the platform's
         if enabled(heuristic) and glob_matcher(BY_ID[heuristic].patterns)(name) is not None:
             return heuristic, True
     return None

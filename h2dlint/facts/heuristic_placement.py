@@ -41,6 +41,19 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ),
     ),
     Heuristic(
+        "placement-name-routing", Effect.PLACEMENT, Group.CONVENTION,
+        "a mixture-of-experts router picks each token's experts on the accelerator, from the router logits of "
+        "the layer it runs in: `topk_ids`, `topk_idx`, `topk_weights` come out of its top-k there; a host name "
+        "or provenance contradicts it: unknown",
+        ("topk_ids", "topk_idx", "topk_weights"),
+        evidence=(
+            "lmdeploy pytorch/backends/token_dispatcher.py:58",
+            "sglang layers/moe/expert_pack.py:523",
+            "sglang lora/lora_moe_runners.py:98",
+            "sglang layers/moe/paged_experts/executor.py:64",
+        ),
+    ),
+    Heuristic(
         "placement-sibling-host-mirror", Effect.PLACEMENT, Group.CONVENTION,
         "a tensor whose `<name>_cpu` (or `_host`) sibling exists is the device copy that the mirror shadows; "
         "not in a function that makes that mirror of it (`self.lens_cpu = lens`: `lens` is the host data)",

@@ -344,6 +344,13 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
         ("*debug*",),
     ),
     Heuristic(
+        "one-time-guard-cpu-platform", _ONCE, Group.GUARD,
+        "`if _is_cpu:`, `if current_platform.is_cpu():`: the branch a CPU-only deployment takes, where every "
+        "tensor is on the host; it never runs beside an accelerator (a tensor's own `t.is_cpu` is no such test)",
+        ("is_cpu",),
+        evidence=("sglang layers/moe/fused_moe_native.py:82",),
+    ),
+    Heuristic(
         "one-time-guard-capture", _ONCE, Group.GUARD,
         "`if in_capture:`, `x if torch.cuda.is_current_stream_capturing() else y`: that branch runs while a CUDA "
         "graph is captured, once per graph; replays never run Python (capturing hidden states, "

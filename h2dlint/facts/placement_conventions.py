@@ -25,6 +25,7 @@ from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 HOST_NAMES = "placement-name-host"
 DEVICE_NAMES = "placement-name-device"
 MODEL_OUTPUTS = "placement-name-model-output"
+ROUTING = "placement-name-routing"
 SIBLING = "placement-sibling-host-mirror"
 NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
@@ -44,6 +45,7 @@ class Conventions:
     configured_device: Tuple[str, ...]
     sibling: bool
     model_outputs: Tuple[str, ...] = ()  # `placement-name-model-output`: weighed after the host names
+    routing: Tuple[str, ...] = ()  # `placement-name-routing`: so are these
     named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
     mask_names: Tuple[str, ...] = ()  # `placement-name-mask-index`: the kind of an index, for `rules.mask_indexing`
@@ -68,6 +70,7 @@ class Conventions:
             ((self.configured_host, CONFIGURED_HOST), (self.configured_device, CONFIGURED_DEVICE)),
             ((self.host, HOST_NAMES), (self.device, DEVICE_NAMES)),
             (((), HOST_NAMES), (self.model_outputs, MODEL_OUTPUTS)),
+            (((), HOST_NAMES), (self.routing, ROUTING)),
         )
         for layer, (host_table, device_table) in enumerate(layers):
             # The project's globs may name a tensor as written (`self.input_ids`); the defaults name its last
@@ -181,6 +184,7 @@ def conventions_from(settings: Settings) -> Conventions:
         configured_device=settings.accelerator_tensors,
         sibling=settings.enabled(SIBLING),
         model_outputs=patterns(MODEL_OUTPUTS),
+        routing=patterns(ROUTING),
         named_like_class=settings.enabled(NAMED_LIKE_CLASS),
         parameter_from_callers=settings.enabled(FROM_CALLERS),
         mask_names=patterns(MASK_NAMES),
