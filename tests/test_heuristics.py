@@ -22,6 +22,17 @@ from h2dlint.project.run import check_paths
 CASES: Tuple[Tuple[str, str, bool], ...] = (
     ("hot-name-forward", HOT, True),
     (
+        "cold-name-cpu-backend",
+        """
+        import torch
+
+        class RmsNorm:
+            def forward_cpu(self, ids, dev):
+                return torch.tensor(ids, device=dev)
+        """,
+        False,
+    ),
+    (
         "one-time-guard-cpu-platform",
         """
         import torch

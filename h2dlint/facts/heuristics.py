@@ -200,6 +200,13 @@ COLD_NAMES: Tuple[Heuristic, ...] = (
         evidence=("sglang eplb/expert_distribution.py:1027",),
     ),
     _names(
+        "cold-name-cpu-backend", _COLD,
+        "a custom op's `forward_cpu` is what it runs on the CPU backend: its tensors live on the host, and "
+        "nothing is copied to or read back from an accelerator",
+        ("forward_cpu",),
+        evidence=("sglang layers/moe/fused_moe_native.py:82",),
+    ),
+    _names(
         "cold-name-reset", _COLD, "state resets follow reconfiguration or memory reuse",
         ("reset_*",),
         evidence=("vllm lora/layers/logits_processor.py:126",),
