@@ -601,3 +601,32 @@ def test_explain_says_a_compiled_function_builds_its_tensors_in_the_graph(tmp_pa
     _, out, _ = run_cli("explain", f"{tmp_path}/m.py:5")
     assert "`forward` is compiled by `@torch.compile`, which builds its tensors in the graph" in out
     assert "HTD101 is not reported: the code around it is compiled, not run eagerly" in out
+
+
+@pytest.mark.parametrize(
+    "caller, hot",
+    [
+        ("torch.ops.vllm.gather_ids(ids, dev)", True),  # by the name it is registered under
+        ("gather_ids(ids, dev)", True),  # through the alias the module binds
+        ("len(ids)", False),  # nothing calls the op: it is not known to run
+    ],
+)
+def test_a_custom_op_is_hot_where_the_project_calls_it_by_its_registered_name(tmp_path, run_cli, caller, hot):
+    """vLLM registers `_gather_ids` as the op `gather_ids` and calls `torch.ops.vllm.gather_ids(...)`; an op no
+    file calls (a registered kernel nothing uses) runs nowhere. One file alone cannot see the calls of others,
+    so there every custom op stays hot."""
+    ops = """
+        import torch
+
+        def _gather_ids(ids, dev):
+            return torch.tensor(ids, device=dev)
+
+        direct_register_custom_op(op_name="gather_ids", op_func=_gather_ids)
+        gather_ids = torch.ops.vllm.gather_ids
+    """
+    runner = f"import torch\n\nfrom pkg.ops import gather_ids\n\ndef run(ids, dev):\n    return {caller}\n"
+    root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": ops, "pkg/runner.py": runner})
+    _, out, _ = run_cli("check", "--output-format", "concise", str(root))
+    assert (set(reported(out)) == {"ops.py:4"}) is hot, out
+    alone = check_source(textwrap.dedent(ops), Settings())  # the flake8 plugin without a project index
+    assert [d.span.row for d in alone] == [5]  # the dedented text keeps its leading blank line

@@ -248,7 +248,8 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     ),
     Heuristic(
         "hot-custom-op", _HOT, Group.REGISTRATION,
-        "a torch custom op (`@custom_op`, `direct_register_custom_op(op_func=f)`): forward passes call it",
+        "a torch custom op (`@custom_op`, `direct_register_custom_op(op_func=f)`) that the project calls by its "
+        "registered name (`torch.ops.vllm.x(...)`): forward passes call it where no call is in sight",
     ),
     Heuristic(
         "hot-called-in-loop", _HOT, Group.CALL, "a function called in a loop runs once per iteration",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Set, Tuple, Union
 
 MODULE = "<module>"  # the owner of code outside any function
 
@@ -261,3 +261,6 @@ class ModuleSummary:
     # (None: assigned there, placement unknown).
     returns: Dict[str, ExportedPlacement] = field(default_factory=dict)
     attribute_placements: Dict[str, Dict[str, Optional[ExportedPlacement]]] = field(default_factory=dict)
+    # The last name of everything the file calls (`f(...)`, `torch.ops.vllm.lora_shrink(...)`: "f",
+    # "lora_shrink"): whether anything calls a custom op by its registered name (`project.hotness`).
+    called_names: Set[str] = field(default_factory=set)

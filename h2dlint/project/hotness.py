@@ -297,15 +297,29 @@ def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
 
 def _named_roots(graph: CallGraph, settings: Settings) -> Iterator[Tuple[Key, Heat]]:
     parts = encoder_parts(graph, settings)
+    called = _called_names(graph)
     for module, summary in graph.modules():
         for qualname, function in summary.functions.items():
-            root = _hot_root(function, summary, module, settings, parts)
+            root = _hot_root(function, summary, module, settings, parts, called)
             if root is not None:
                 yield (module, qualname), root
 
 
+def _called_names(graph: CallGraph) -> Optional[AbstractSet[str]]:
+    """The last names of every call of the project (`torch.ops.vllm.lora_shrink(...)`: "lora_shrink"); None for
+    one file reasoned about alone, which cannot see the calls of other files."""
+    if isinstance(graph, ModuleGraph):
+        return None
+    return frozenset(name for _, summary in graph.modules() for name in summary.called_names)
+
+
 def _hot_root(
-    function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings, parts: AbstractSet[str]
+    function: FunctionInfo,
+    summary: ModuleSummary,
+    module: str,
+    settings: Settings,
+    parts: AbstractSet[str],
+    called: Optional[AbstractSet[str]] = None,
 ) -> Optional[Heat]:
     """The heat a function has of itself: a marker, a per-step name, a custom-op registration."""
     qualname = function.qualname
@@ -315,10 +329,18 @@ def _hot_root(
     by_name = settings.hot_name_heuristic(function.name, _class_name(function))
     if by_name is not None:
         return _named_root(function, module, settings, by_name, parts)
-    if function.custom_op is not None and settings.enabled("hot-custom-op"):
+    if function.custom_op is not None and settings.enabled("hot-custom-op") and _op_called(function, called):
         origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
         return _hot(origin, "a custom op", module, "hot-custom-op")
     return None
+
+
+def _op_called(function: FunctionInfo, called: Optional[AbstractSet[str]]) -> bool:
+    """Whether something in the project calls the custom op `function` by its name without leading underscores,
+    the name such ops are registered under (`fused_add(...)`; vLLM registers `_lora_shrink` as `lora_shrink`
+    and calls `torch.ops.vllm.lora_shrink(...)`): an op nothing calls so is not known to run, and a direct
+    call of `_lora_shrink` gives its heat through the call graph. One file alone (`called` None) keeps them."""
+    return called is None or function.name.lstrip("_") in called
 
 
 def _named_root(
