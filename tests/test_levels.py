@@ -539,3 +539,25 @@ def test_preempting_a_request_and_resuming_it_run_once_per_preempted_request():
     # Switched off, `retract_decode` is a decode step, and nothing says `load_kv_cache` runs at all.
     off = Settings(disable_heuristics=("hot-name-preemption",))
     assert {d.span.row: d.level for d in check_source(PREEMPTED, off)} == {9: "per-step", 15: "per-step"}
+
+
+@pytest.mark.parametrize(
+    "copy, reported",
+    [
+        ("torch.tensor(deltas, device=input_ids.device)", False),  # a processor's input is on the host
+        ("torch.tensor(deltas).to(input_ids.device)", False),
+        ("torch.tensor(deltas, device=dev)", True),  # a device it was given: the model's
+        ("torch.tensor(deltas, device=self.table.device)", True),  # a buffer the object keeps with its model
+    ],
+)
+def test_on_request_arrival_a_device_taken_from_an_input_is_the_host(copy, reported):
+    source = f"""\
+import torch
+
+class Processor:
+    def tokenize_with_images(self, input_ids, deltas, dev):
+        return {copy}
+"""
+    assert len(check_source(source, Settings())) == int(reported)
+    off = Settings(disable_heuristics=("cold-sync-on-request-arrival",))
+    assert len(check_source(source, off)) == 1

@@ -13,6 +13,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
+from h2dlint.facts.arguments import borrowed_device
 from h2dlint.facts.dispatch import declares_interface, method_aliases, record_table, table_called
 from h2dlint.facts.error_paths import always_raises
 from h2dlint.facts.markers import find_marker, header_end
@@ -270,6 +271,7 @@ class _Collector(Walk):
                 one_time=self.context.one_time,
                 per_miss=self.context.per_miss,
                 multimodal_branch=self.context.multimodal_branch,
+                borrowed_device=borrowed_device(found.node, self.context.names.value_at),
                 fix=fix,
                 unfixable=unfixable,
                 placement=found.placement,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from h2dlint.facts.tensor_ops import DATA_BUILDERS
 
@@ -70,3 +70,17 @@ def is_empty_factory(call: ast.Call, qualified: str) -> bool:
 
 def _is_zero(expr: Optional[ast.expr]) -> bool:
     return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)
+
+
+def borrowed_device(node: ast.AST, value_at: Callable[[ast.Name], Optional[ast.expr]]) -> bool:
+    """Whether the call `node` builds on, or copies to, the device of a tensor it was handed or made: a local or
+    parameter's (`device=ids.device`, `.to(ids.device)`, `dev = ids.device`), not an attribute's
+    (`self.table.device`: a buffer the object keeps where its model is). `value_at` gives a local's value."""
+    if not isinstance(node, ast.Call):
+        return False
+    device = keyword_value(node, "device")
+    if device is None and isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args:
+        device = node.args[0]
+    if isinstance(device, ast.Name):
+        device = value_at(device)
+    return isinstance(device, ast.Attribute) and device.attr == "device" and isinstance(device.value, ast.Name)

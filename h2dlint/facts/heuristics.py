@@ -137,7 +137,6 @@ HOT_NAMES: Tuple[Heuristic, ...] = (
             "sglang multimodal/processors/internvl.py:451",
             "sglang multimodal/processors/internvl.py:504",
             "sglang multimodal/processors/internvl.py:664",
-            "sglang configs/deepseek_ocr.py:117",
             "vllm model_executor/models/longcat_flash_ngram.py:319",
         ),
     ),
@@ -264,7 +263,8 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
         "cold-sync-on-request-arrival", _COLD, Group.CALL,
         "what a serving engine runs only as a request arrives (tokenizing it and processing its images: "
         "`hot-name-new-request`) works on host tensors, in the tokenizer's process and away from the step "
-        "loop: the device-to-host rules are quiet there",
+        "loop: the device-to-host rules are quiet there, and a copy to a device taken from an input tensor "
+        "(`device=ids.device`) copies from host to host",
         evidence=(
             "sglang layers/rotary_embedding/bailing_mrope.py:192",
             "sglang layers/rotary_embedding/bailing_mrope.py:305",

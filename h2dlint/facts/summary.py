@@ -210,6 +210,8 @@ class Site:
     one_time: Optional[str] = None
     per_miss: bool = False  # under the guard of a memo keyed on a runtime value: runs on each cache miss
     multimodal_branch: Optional[int] = None  # the `if` taken only with images, audio or video around it
+    # It builds on, or copies to, a device taken from another tensor (`device=ids.device`: `facts.arguments`)
+    borrowed_device: bool = False
     fix: Optional[Fix] = None
     unfixable: Optional[str] = None  # why the rule's fix does not apply here
     placement: Tuple[str, ...] = ()  # where the tensors it reads live, and why (`facts.placement.explanation`)

@@ -86,12 +86,14 @@ class Rule:
         """Why `site`, one of this rule's, is reported, given the heat of its function (`owner`) and its
         module; None when it is not. Most rules report hot code that is not one-time and does not run under
         CUDA-graph capture. Findings and `explain` both ask this."""
+        if _host_on_arrival(site, owner):
+            return None
         return site_reason_for(site, owner, module)
 
     @classmethod
     def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
         """Why `site` is not reported, when `report_reason` gives None: for `explain`."""
-        return site_unreported_reason(site, owner)
+        return BORROWED_ON_ARRIVAL if _host_on_arrival(site, owner) else site_unreported_reason(site, owner)
 
     @classmethod
     def may_match(cls, text: str) -> bool:
@@ -106,3 +108,14 @@ class Rule:
     def documentation(cls) -> str:
         """The rule's page, as `h2dlint rule CODE` prints it and SARIF carries it."""
         return render_documentation(cls)
+
+
+BORROWED_ON_ARRIVAL = (
+    "the code around it runs only as a request arrives, on host tensors, where a device taken from an input "
+    "tensor (`device=ids.device`) is the host (`cold-sync-on-request-arrival`)"
+)
+
+
+def _host_on_arrival(site: Site, owner: Optional[Heat]) -> bool:
+    """A copy to a device taken from another tensor, in code only request arrival reaches: host to host."""
+    return site.borrowed_device and owner is not None and owner.on_arrival
