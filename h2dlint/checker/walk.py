@@ -35,6 +35,7 @@ from h2dlint.facts.guards import (
     is_once_flag_guard,
     lazy_build_return,
     once_flags,
+    returns_unless_flag,
     tested_value,
 )
 from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests
@@ -201,19 +202,10 @@ class Walk:
                 per_miss = runtime_lazy_memo_key(statement, self._names.value_at)
                 self._visit_guarded(body[index + 1 :], guard, per_miss)
                 return
-            flag = self._returns_unless_flag(statement)
+            flag = returns_unless_flag(statement, self._enabled)
             if flag is not None:
                 self._visit_guarded(body[index + 1 :], flag, False)
                 return
-
-    def _returns_unless_flag(self, statement: ast.stmt) -> Optional[str]:
-        """The guard (`flag_branch`) of `if not <flag>: return`: what follows runs only with the flag on."""
-        if not isinstance(statement, ast.If) or statement.orelse:
-            return None
-        if len(statement.body) != 1 or not isinstance(statement.body[0], ast.Return):
-            return None
-        flagged = flag_branch(statement.test, self._enabled)
-        return flagged[0] if flagged is not None and not flagged[1] else None
 
     def _visit_guarded(self, nodes: Sequence[ast.AST], guard: str, per_miss: bool) -> None:
         """Visit `nodes` under the one-time guard `guard` (a heuristic's id) or, when the guard is a memo

@@ -342,3 +342,13 @@ def flag_branch(test: ast.expr, enabled: Callable[[str], bool]) -> Optional[Tupl
         if enabled(heuristic) and glob_matcher(BY_ID[heuristic].patterns)(name) is not None:
             return heuristic, True
     return None
+
+
+def returns_unless_flag(statement: ast.stmt, enabled: Callable[[str], bool]) -> Optional[str]:
+    """The guard (`flag_branch`) of `if not <flag>: return`: what follows it runs only with the flag on."""
+    if not isinstance(statement, ast.If) or statement.orelse:
+        return None
+    if len(statement.body) != 1 or not isinstance(statement.body[0], ast.Return):
+        return None
+    flagged = flag_branch(statement.test, enabled)
+    return flagged[0] if flagged is not None and not flagged[1] else None
