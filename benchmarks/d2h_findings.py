@@ -19,6 +19,12 @@ counted but not judged. Wilson 95% intervals are given for both rates.
 of the findings themselves, labelled blind among decoys: the not-hot share over those findings that are still
 reported, per tree and overall. They never count towards recall (they were chosen because h2dlint reported
 them), and the decoys' labels are not used.
+
+`--fresh-labels FILE` (`d2h_fresh_labels.tsv`) adds labels of fresh uniform samples of the finding lines that
+no label file had reached when they were drawn. They count as sampled findings too; and because later rules
+were never chosen by reading them, their not-hot share is the unbiased estimate for every finding line that
+no label reaches. The script then estimates the not-hot share of all reported lines: labelled lines at their
+labels, the rest at that fresh rate (the range uses the fresh rate's Wilson interval).
 """
 
 from __future__ import annotations
@@ -46,9 +52,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("engines", nargs="+", help="NAME=ROOT for each tree")
     parser.add_argument("--labels", required=True)
     parser.add_argument("--finding-labels", default=None, help="blind labels of a uniform sample of findings")
+    parser.add_argument("--fresh-labels", default=None, help="blind labels of fresh samples of unlabelled findings")
     args = parser.parse_args(argv)
     labels = read_labels(args.labels)
-    sampled = read_labels(args.finding_labels) if args.finding_labels else {}
+    fresh = read_labels(args.fresh_labels) if args.fresh_labels else {}
+    sampled = {**(read_labels(args.finding_labels) if args.finding_labels else {}), **fresh}
+    strata: Counter = Counter()
+    fresh_totals: Counter = Counter()
     totals: Counter = Counter()
     by_design: Counter = Counter()
     kept_total = 0
@@ -66,12 +76,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             judged = sampled_findings(name, found, sampled)
             print_sampled(judged)
             sampled_totals.update(judged)
+        strata.update(label_strata(name, found, {**labels, **sampled}))
+        fresh_totals.update(sampled_findings(name, found, fresh))
     print("## all trees")
     print_rates("all rules", totals)
     print_rates(f"without the {kept_total} hot syncs kept on purpose (in a `sync-allowed-contexts` block)", by_design)
     if sampled:
         print_sampled(sampled_totals)
+    if fresh:
+        print_estimate(strata, fresh_totals)
     return 0
+
+
+def label_strata(engine: str, found: Dict[str, Set[str]], labels: Labels) -> Counter:
+    """The reported lines of `engine`: how many, how many labelled (by any file), how many of those not hot."""
+    labelled = [labels[(engine, site)] for site in found if (engine, site) in labels]
+    return Counter({"lines": len(found), "labelled": len(labelled),
+                    "labelled not hot": sum(label not in HOT_LABELS for label in labelled)})
+
+
+def print_estimate(strata: Counter, fresh: Counter) -> None:
+    """The not-hot share of every reported line: labelled lines at their labels, the others at the fresh rate."""
+    lines, unlabelled = strata["lines"], strata["lines"] - strata["labelled"]
+    if not lines or not fresh["findings"]:
+        return
+    rate = fresh["not hot"] / fresh["findings"]
+    low, high = _wilson(fresh["not hot"], fresh["findings"])
+    share = [(strata["labelled not hot"] + unlabelled * r) / lines for r in (rate, low, high)]
+    print(f"  fresh samples: {fresh['findings']} findings, not hot {fresh['not hot']}; estimated not-hot share of "
+          f"all {lines} reported lines ({strata['labelled']} labelled, {strata['labelled not hot']} of them not hot; "
+          f"{unlabelled} at the fresh rate): {100 * share[0]:.0f}% [{100 * share[1]:.0f}-{100 * share[2]:.0f}%]")
 
 
 def kept_on_purpose(engine: str, root: str, labels: Labels) -> Set[Tuple[str, str]]:

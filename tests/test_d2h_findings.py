@@ -79,3 +79,17 @@ def test_syncs_kept_in_a_sync_allowed_block_are_left_out_of_the_by_design_recall
     assert "all rules: labelled 2, hot 2, flagged hot 1, recall 50%" in done.stdout
     assert "without the 1 hot syncs kept on purpose" in done.stdout
     assert "block): labelled 1, hot 1, flagged hot 1, recall 100%" in done.stdout
+
+
+def test_fresh_samples_rate_the_lines_no_label_reaches(tmp_path):
+    tree = tmp_path / "engine"
+    write(tree, "model.py", ENGINE + "\ndef step(n, dev):\n    return torch.zeros(n, device=dev).tolist()\n")
+    labels = write(tmp_path, "labels.tsv", "eng\tmodel.py:7\tper-step\tcensus row\n")
+    fresh = write(tmp_path, "fresh.tsv", "eng\tmodel.py:8\tnot-sync\ta fresh finding, not hot\n")
+    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tree}", "--labels", str(labels), "--fresh-labels", str(fresh)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # 3 lines reported (6, 8, 13); 8 is labelled not hot; 6 and 13 go at the fresh rate, 1 of 1: 100%
+    assert "fresh samples: 1 findings, not hot 1; estimated not-hot share of all 3 reported lines" in done.stdout
+    assert "(1 labelled, 1 of them not hot; 2 at the fresh rate): 100%" in done.stdout
+    assert "sampled findings (labelled blind among decoys): 1, not hot 1" in done.stdout
