@@ -457,7 +457,7 @@ def test_ids_are_unique_kebab_case_and_start_with_their_effect():
 
 # The blind censuses an evidence row may cite: host-to-device sites, device-to-host sites, and the blind sample of
 # device-to-host findings; one label vocabulary (not-h2d and not-sync both say no copy or sync happens).
-CENSUS_FILES = ("engine_labels.tsv", "d2h_labels.tsv", "d2h_finding_labels.tsv")
+CENSUS_FILES = ("engine_labels.tsv", "d2h_labels.tsv", "d2h_finding_labels.tsv", "d2h_fresh_labels.tsv")
 
 
 def _census() -> Dict[Tuple[str, str], str]:
