@@ -191,9 +191,9 @@ class _Collector(Walk):
 
     def _visit_call(self, node: ast.Call) -> None:
         self._record_call_ref(node)
-        func = node.func
-        if isinstance(func, (ast.Name, ast.Attribute)):
-            self.summary.called_names.add(func.id if isinstance(func, ast.Name) else func.attr)
+        called = last_name(node.func)
+        if called:
+            self.summary.called_names.add(called)
         self._record_custom_op_registration(node)
         for rule, check in self._call_checks:
             if self._kept_on_purpose(rule):

@@ -72,15 +72,28 @@ def _is_zero(expr: Optional[ast.expr]) -> bool:
     return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)
 
 
+def moved_to(call: ast.Call) -> Optional[ast.expr]:
+    """The device a `.to(...)` or `.cuda(...)` call names, as written: `device=`, else its first positional
+    argument (which, for `.to(torch.float16)`, is a dtype: callers tell them apart)."""
+    return keyword_value(call, "device") or next(iter(positional_args(call)), None)
+
+
+def tensor_device(
+    device: Optional[ast.expr], value_at: Callable[[ast.Name], Optional[ast.expr]]
+) -> Optional[ast.Attribute]:
+    """`ids.device` when the device `device` is taken from a tensor, directly or through a local bound to it
+    (`dev = ids.device`; `value_at` gives a local's value); None otherwise."""
+    if isinstance(device, ast.Name):
+        device = value_at(device)
+    return device if isinstance(device, ast.Attribute) and device.attr == "device" else None
+
+
 def borrowed_device(node: ast.AST, value_at: Callable[[ast.Name], Optional[ast.expr]]) -> bool:
     """Whether the call `node` builds on, or copies to, the device of a tensor it was handed or made: a local or
     parameter's (`device=ids.device`, `.to(ids.device)`, `dev = ids.device`), not an attribute's
-    (`self.table.device`: a buffer the object keeps where its model is). `value_at` gives a local's value."""
+    (`self.table.device`: a buffer the object keeps where its model is)."""
     if not isinstance(node, ast.Call):
         return False
-    device = keyword_value(node, "device")
-    if device is None and isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args:
-        device = node.args[0]
-    if isinstance(device, ast.Name):
-        device = value_at(device)
-    return isinstance(device, ast.Attribute) and device.attr == "device" and isinstance(device.value, ast.Name)
+    moves = isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+    taken = tensor_device(moved_to(node) if moves else keyword_value(node, "device"), value_at)
+    return taken is not None and isinstance(taken.value, ast.Name)

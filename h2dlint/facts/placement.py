@@ -37,7 +37,9 @@ import ast
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Optional, Tuple
 
-from h2dlint.facts.arguments import has_star_args, is_empty_factory, is_false_literal, keyword_value, positional_args
+from h2dlint.facts.arguments import (
+    has_star_args, is_empty_factory, is_false_literal, keyword_value, moved_to, positional_args, tensor_device,
+)
 from h2dlint.facts.constructs import device_copy, is_host_device, is_pinned, looks_like_dtype, may_be_host_device
 from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import (
@@ -280,8 +282,8 @@ def _joined_items(tensors: ast.expr, scope: PlacementScope, depth: int) -> Itera
         yield from _joined_items(tensors.right, scope, depth + 1)  # type: ignore[attr-defined]
     elif _picks_per_item(tensors):  # `[a if c else b for ...]`: a list that holds both kinds, joined together
         for branch in (tensors.elt.body, tensors.elt.orelse):  # type: ignore[attr-defined]
-            each = ast.copy_location(ast.ListComp(elt=branch, generators=tensors.generators), tensors)  # type: ignore[attr-defined]
-            yield placement_of(each, scope, depth + 1)
+            each = ast.ListComp(elt=branch, generators=tensors.generators)  # type: ignore[attr-defined]
+            yield placement_of(ast.copy_location(each, tensors), scope, depth + 1)
     elif isinstance(tensors, ast.Name) and depth < _MAX_DEPTH:
         yield from (p.via(f"line {tensors.lineno}: `{tensors.id}`") for p in _named_items(tensors, scope, depth))
     else:
@@ -341,9 +343,8 @@ def _placed_by_device(call: ast.Call, scope: PlacementScope, depth: int) -> Opti
         return _built(call, pinned, "is built on the host (`device=` names the CPU)")
     if _may_be_host(device, scope):
         return EITHER  # `device = "cpu"`, set to an accelerator only in some branch
-    bound = scope.names.value_at(device) if isinstance(device, ast.Name) else None
-    of = bound if isinstance(bound, ast.Attribute) and bound.attr == "device" else device  # `dev = ids.device`
-    if isinstance(of, ast.Attribute) and of.attr == "device":  # `device=ids.device`: where `ids` is
+    of = tensor_device(device, scope.names.value_at)
+    if of is not None:  # `device=ids.device`, or `dev = ids.device` then `device=dev`: where `ids` is
         beside = placement_of(of.value, scope, depth + 1)
         if beside.place is not Place.UNKNOWN:
             where = f"is built where `{short(of.value)}` is (`device={short(device)}`) at line {call.lineno}"
@@ -391,7 +392,7 @@ def _method(call: ast.Call, method: str, scope: PlacementScope, depth: int) -> O
 
 
 def _move(call: ast.Call, method: str, receiver: ast.expr, scope: PlacementScope, depth: int) -> Placement:
-    device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
+    device = moved_to(call)
     if device_copy(call, scope.names) is not None:
         if method == "to" and device is not None and _may_be_host(device, scope):
             return EITHER  # `device = "cpu"`, set to an accelerator only in some branch
