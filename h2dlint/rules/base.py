@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass
 from typing import ClassVar, FrozenSet, Optional, Sequence, Tuple, Union
 
-from h2dlint.facts.heat import Heat, site_reason_for, site_unreported_reason
+from h2dlint.facts.heat import Heat, site_cold_reason, site_reason_for, site_unreported_reason
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import Site
 from h2dlint.rules.context import Context, NodeKind
@@ -86,14 +86,28 @@ class Rule:
         """Why `site`, one of this rule's, is reported, given the heat of its function (`owner`) and its
         module; None when it is not. Most rules report hot code that is not one-time and does not run under
         CUDA-graph capture. Findings and `explain` both ask this."""
-        if _host_on_arrival(site, owner):
+        if cls._quiet_on_arrival(site, owner) is not None:
             return None
         return site_reason_for(site, owner, module)
 
     @classmethod
     def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
         """Why `site` is not reported, when `report_reason` gives None: for `explain`."""
-        return BORROWED_ON_ARRIVAL if _host_on_arrival(site, owner) else site_unreported_reason(site, owner)
+        on_arrival = cls._quiet_on_arrival(site, owner)
+        if on_arrival is not None and site_cold_reason(site) is None:
+            return on_arrival
+        return site_unreported_reason(site, owner)
+
+    @classmethod
+    def on_arrival_reason(cls, site: Site) -> Optional[str]:
+        """Why the rule says nothing of `site` in code that only request arrival reaches (`Heat.on_arrival`:
+        host tensors, in the tokenizer's process), or None where it reports there. A copy to a device taken from
+        a local or parameter (`device=ids.device`) is host to host there; other copies are still copies."""
+        return BORROWED_ON_ARRIVAL if site.borrowed_device else None
+
+    @classmethod
+    def _quiet_on_arrival(cls, site: Site, owner: Optional[Heat]) -> Optional[str]:
+        return cls.on_arrival_reason(site) if owner is not None and owner.on_arrival else None
 
     @classmethod
     def may_match(cls, text: str) -> bool:
@@ -114,8 +128,3 @@ BORROWED_ON_ARRIVAL = (
     "the code around it runs only as a request arrives, on host tensors, where a device taken from an input "
     "tensor (`device=ids.device`) is the host (`cold-sync-on-request-arrival`)"
 )
-
-
-def _host_on_arrival(site: Site, owner: Optional[Heat]) -> bool:
-    """A copy to a device taken from another tensor, in code only request arrival reaches: host to host."""
-    return site.borrowed_device and owner is not None and owner.on_arrival

@@ -188,18 +188,18 @@ class DeviceToHostRule(Rule):
 
     @classmethod
     def report_reason(cls, site: Site, owner: Optional[Heat], module: str = "") -> Optional[str]:
-        if _hot_by_loop_alone(site, owner) or (owner is not None and owner.on_arrival):
-            return None
-        return super().report_reason(site, owner, module)
+        return None if _hot_by_loop_alone(site, owner) else super().report_reason(site, owner, module)
 
     @classmethod
     def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
-        if site_cold_reason(site) is None:
-            if _hot_by_loop_alone(site, owner):
-                return LOOP_IN_UNKNOWN_CODE
-            if owner is not None and owner.on_arrival:
-                return ON_ARRIVAL
+        if _hot_by_loop_alone(site, owner) and site_cold_reason(site) is None:
+            return LOOP_IN_UNKNOWN_CODE
         return super().unreported_reason(site, owner)
+
+    @classmethod
+    def on_arrival_reason(cls, site: Site) -> Optional[str]:
+        """Every device-to-host read is quiet where only request arrival reaches: its tensors are on the host."""
+        return ON_ARRIVAL
 
 
 def _hot_by_loop_alone(site: Site, owner: Optional[Heat]) -> bool:
