@@ -5,15 +5,15 @@ The ids are what `explain` and the JSON output name, and what `disable-heuristic
 switches off. Ids read `<effect>-<what>`: `hot-name-forward`, `cold-decorator-cache`, `one-time-guard-hasattr`.
 Entries are grouped (`Group`) so that a preset can switch a whole group (every cold name list, every guard).
 
-`evidence` cites up to four rows of the blind censuses (`benchmarks/engine_labels.tsv`; for what the
-device-to-host rules alone show, `d2h_labels.tsv` and `d2h_finding_labels.tsv`), as `engine path:line`, whose
-verdict only that heuristic decides: switched off, a hot heuristic leaves per-step or per-request sites
+`evidence` cites up to four rows of the blind censuses (`benchmarks/engine_labels.tsv`; for what the device-to-host
+rules alone show, `d2h_labels.tsv`, `d2h_finding_labels.tsv` and `d2h_fresh_labels.tsv`), as `engine path:line`,
+whose verdict only that heuristic decides: switched off, a hot heuristic leaves per-step or per-request sites
 unreported, a cold or one-time one reports one-time sites (or never-runs, not-h2d and not-sync ones).
 `benchmarks/heuristic_evidence.py` finds them on the sglang, vllm and lmdeploy trees;
-`benchmarks/heuristic_evidence.txt` is its full output, every changed site with its label. An entry without
-rows decides no labelled site alone there: other heuristics reach the same verdict there (a call chain from
-another hot function, say), the sites it decides carry other labels (`hot-custom-op` reports only never-runs
-sites there), or it is the author's word (markers, `extend-hot-functions`).
+`benchmarks/heuristic_evidence.txt` is its full output, every changed site with its label. An entry without rows
+decides no labelled site alone there: other heuristics reach the same verdict there (a call chain from another hot
+function, say), the sites it decides carry other labels (`hot-custom-op` reports only never-runs sites there), or
+it is the author's word (markers, `extend-hot-functions`).
 """
 
 from __future__ import annotations
