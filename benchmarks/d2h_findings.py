@@ -57,6 +57,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     labels = read_labels(args.labels)
     fresh = read_labels(args.fresh_labels) if args.fresh_labels else {}
     sampled = {**(read_labels(args.finding_labels) if args.finding_labels else {}), **fresh}
+    every_label = {**labels, **sampled}
     strata: Counter = Counter()
     fresh_totals: Counter = Counter()
     totals: Counter = Counter()
@@ -76,7 +77,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             judged = sampled_findings(name, found, sampled)
             print_sampled(judged)
             sampled_totals.update(judged)
-        strata.update(label_strata(name, found, {**labels, **sampled}))
+        strata.update(label_strata(name, found, every_label))
         fresh_totals.update(sampled_findings(name, found, fresh))
     print("## all trees")
     print_rates("all rules", totals)
