@@ -19,7 +19,7 @@ from h2dlint.facts.error_paths import always_raises
 from h2dlint.facts.markers import find_marker, header_end
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.positions import span_of
-from h2dlint.facts.receivers import call_result, call_target, receiver, written_type
+from h2dlint.facts.receivers import call_result, call_target, is_self_alias, receiver, returned_class, written_type
 from h2dlint.facts.registrations import (
     cache_decorator,
     compile_decorator,
@@ -98,16 +98,17 @@ class _Collector(Walk):
 
     def _record_function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], qualname: str) -> None:
         enclosing, owner = self._frames[-1], self._owner()
+        method_class = enclosing.qualname if enclosing.kind is FrameKind.CLASS else None
         self.summary.functions[qualname] = FunctionInfo(
             qualname=qualname,
             name=node.name,
             line=node.lineno,
-            class_qualname=enclosing.qualname if enclosing.kind is FrameKind.CLASS else None,
+            class_qualname=method_class,
             parent=owner if owner != MODULE else None,
             marker=find_marker(self._lines, node.lineno, header_end(node, self._lines)),
             cache_decorator=cache_decorator(node.decorator_list),
             end_line=node.end_lineno or node.lineno,
-            returns=written_type(node.returns) if node.returns is not None else None,
+            returns=written_type(node.returns) if node.returns is not None else returned_class(node, method_class),
             custom_op=custom_op_decorator(node.decorator_list),
             compiled_by=compile_decorator(node.decorator_list, self._names),
             interface=self._declares_interface(node, enclosing),
@@ -164,9 +165,8 @@ class _Collector(Walk):
         """The class `value` is an instance of, as written: `Pool(...)`, or a local of known class."""
         if isinstance(value, ast.Call):
             return call_result(value)
-        if isinstance(value, ast.Name):
-            return self._frames[-1].types.get(value.id)
-        return None
+        written = self._frames[-1].types.get(value.id) if isinstance(value, ast.Name) else None
+        return written if written is not None and not is_self_alias(written) else None
 
     def _record_attribute_type(self, target: ast.expr, written: Optional[str]) -> None:
         """`self.x = ...` in a method: `x` may hold a `written`."""

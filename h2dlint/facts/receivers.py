@@ -7,6 +7,7 @@ import ast
 from typing import Dict, List, Optional, Tuple, Union
 
 from h2dlint.facts.bindings import Bindings
+from h2dlint.facts.placement_exports import statements_within
 from h2dlint.facts.summary import CallKind
 from h2dlint.facts.syntax import dotted_name, is_none, is_self, last_name
 
@@ -29,6 +30,9 @@ def call_target(func: ast.expr) -> Optional[Tuple[CallKind, str, Optional[str]]]
     return (CallKind.METHOD, attr, None)
 
 
+_SELF_ALIAS = "self."
+
+
 def receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]]:
     """What is known of the object a method is called on (see `CallRef.receiver`)."""
     path: List[str] = []
@@ -42,9 +46,16 @@ def receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]]
     if not isinstance(node, ast.Name):
         return None
     root = "self" if is_self(node) else types.get(node.id)
+    if root is not None and is_self_alias(root):  # `buffers = self.buffers`: `buffers.x` is `self.buffers.x`
+        return (*root.split("."), *reversed(path))
     if root is None or (root == "self" and not path):
         return None
     return (root, *reversed(path))
+
+
+def is_self_alias(written: str) -> bool:
+    """Whether a local's type, as `local_types` writes it, is the attribute of `self` it was bound to."""
+    return written.startswith(_SELF_ALIAS)
 
 
 def local_types(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], bindings: Bindings) -> Dict[str, str]:
@@ -66,6 +77,7 @@ def local_types(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], bindings: Bi
         if written:
             types[name] = written
     _add_aliases(types, bindings)
+    _add_self_aliases(types, bindings)
     for name, iterable in bindings.loop_iterables.items():
         collection = annotations.get(iterable.id) if isinstance(iterable, ast.Name) else None
         written = _element_type(collection) if collection is not None else None
@@ -87,6 +99,18 @@ def _add_aliases(types: Dict[str, str], bindings: Bindings) -> None:
         if not found:
             return
         types.update(found)
+
+
+def _add_self_aliases(types: Dict[str, str], bindings: Bindings) -> None:
+    """`buffers = self.buffers`, bound once, holds what `self.buffers` holds: written `self.buffers`, which
+    `receiver` reads as that attribute."""
+    for name, value in bindings.single_values.items():
+        path: List[str] = []
+        while isinstance(value, ast.Attribute) and len(path) < _MAX_RECEIVER_PATH:
+            path.append(value.attr)
+            value = value.value
+        if path and is_self(value) and name not in types and name not in bindings.declared:
+            types[name] = _SELF_ALIAS + ".".join(reversed(path))
 
 
 # Annotations of a collection whose elements are all of the one type they name (`List[Row]`, `tuple[Row, ...]`).
@@ -131,6 +155,25 @@ def written_type(annotation: ast.expr) -> Optional[str]:
         sides = [side for side in (annotation.left, annotation.right) if not is_none(side)]
         return written_type(sides[0]) if len(sides) == 1 else None
     return dotted_name(annotation)
+
+
+def returned_class(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], owner: Optional[str]) -> Optional[str]:
+    """The one class a function without a return annotation returns an instance of, as written, when every
+    `return` builds it: `Buffers` for `return Buffers(...)`, `owner` for `return cls(...)` in a classmethod of
+    `owner`; None otherwise. The index keeps it only where it names a project class."""
+    found = set()
+    for node in statements_within(function.body):
+        if isinstance(node, ast.Return):
+            value = node.value
+            written = dotted_name(value.func) if isinstance(value, ast.Call) else None
+            if written == "cls" and owner is not None:
+                written = owner
+            if not written or not last_name(value.func)[:1].isupper() and written != owner:  # type: ignore
+                return None
+            found.add(written)
+        elif isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, (ast.Yield, ast.YieldFrom)):
+            return None
+    return found.pop() if len(found) == 1 else None
 
 
 def call_result(call: ast.Call) -> Optional[str]:
