@@ -17,6 +17,7 @@ from h2dlint.facts.arguments import borrowed_device
 from h2dlint.facts.dispatch import declares_interface, method_aliases, record_table, table_called
 from h2dlint.facts.error_paths import always_raises
 from h2dlint.facts.markers import find_marker, header_end
+from h2dlint.facts.placement_fields import REPLACE, stored_attributes
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.positions import span_of
 from h2dlint.facts.receivers import call_result, call_target, is_self_alias, receiver, returned_class, written_type
@@ -144,6 +145,7 @@ class _Collector(Walk):
     # --- the classes of instance attributes, for resolving `self.pool.alloc()` across files ----------------
 
     def _visit_assign(self, node: ast.Assign) -> None:
+        self.summary.stored_attributes.update(stored_attributes(node.targets))
         if len(node.targets) == 1:
             self._record_attribute_type(node.targets[0], self._value_type(node.value))
             record_table(self.summary.tables, node.targets[0], node.value)
@@ -153,6 +155,7 @@ class _Collector(Walk):
         self.context.assigning, self.context.assigned = (), None
 
     def _visit_annotated_assign(self, node: ast.AnnAssign) -> None:
+        self.summary.stored_attributes.update(stored_attributes([node.target]))
         written = written_type(node.annotation)
         frame = self._frames[-1]
         if frame.kind is FrameKind.CLASS and isinstance(node.target, ast.Name) and written:
@@ -194,6 +197,8 @@ class _Collector(Walk):
         called = last_name(node.func)
         if called:
             self.summary.called_names.add(called)
+            if called == REPLACE:
+                self.summary.stored_attributes.update(k.arg for k in node.keywords if k.arg is not None)
         self._record_custom_op_registration(node)
         for rule, check in self._call_checks:
             if self._kept_on_purpose(rule):

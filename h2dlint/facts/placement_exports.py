@@ -18,10 +18,10 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 MAY_BE_TENSOR = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.Tuple)
 
 
-def exported(found: Placement) -> Optional[ExportedPlacement]:
+def exported(found: Placement, record: str = "") -> Optional[ExportedPlacement]:
     if found.place is Place.UNKNOWN and found.pending is None:
         return None
-    return ExportedPlacement(found.place.value, found.evidence, found.chain, found.pending)
+    return ExportedPlacement(found.place.value, found.evidence, found.chain, found.pending, record=record)
 
 
 def imported_names(body: List[ast.stmt]) -> Tuple[FrozenSet[str], bool]:

@@ -22,6 +22,7 @@ from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.placement import PlacementScope, placement_of
 from h2dlint.facts.placement_callers import CallerArguments
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of, mirrors_of_their_own_tensor
+from h2dlint.facts.placement_fields import RecordFields
 from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
     exported,
@@ -45,7 +46,7 @@ _MIRROR_STEPS = 6  # views, methods and names followed back to the tensor whose 
 Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the value (None: not its own), the line
 
 
-class ModulePlacements(TypedReceivers, CallerArguments):
+class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
     """The placement knowledge of one module, shared by every point of it; summaries are cached."""
 
     def __init__(
@@ -150,11 +151,16 @@ class ModulePlacements(TypedReceivers, CallerArguments):
     def attribute(self, class_name: Optional[str], name: str, depth: int) -> Placement:
         if class_name not in self._classes:
             return UNKNOWN
+        if name in self.fills_of(class_name):  # a record's field: the project checks no other file fills it
+            if not self._exporting:
+                return self._ask(PlacementQuery("record", name, class_name))
+            return self._summary((class_name, "=" + name), lambda: self._attribute(class_name, name, depth))
         return self._summary((class_name, name), lambda: self._attribute(class_name, name, depth))  # type: ignore
 
     def _attribute(self, class_name: str, name: str, depth: int) -> Placement:
-        assignments = self._assignments_of(class_name).get(name)
-        if not assignments:
+        assignments = self._assignments_of(class_name).get(name, [])
+        filled = self.filled(class_name, name, depth)
+        if not assignments and not filled:
             return self._inherited(class_name, name, depth)
         found = []
         for method, value, line in assignments:
@@ -163,7 +169,9 @@ class ModulePlacements(TypedReceivers, CallerArguments):
             scope = self.scope(self._names_for(method, class_name), class_name, method)
             step = f"line {line}: `self.{name} = {ast.unparse(value)[:40]}` in `{method.name}`"
             found.append(placement_of(value, scope, depth + 1).via(step))
-        return _agreed(found)
+        if None in filled:
+            return UNKNOWN
+        return _agreed(found + filled)  # type: ignore[operator]
 
     def _inherited(self, class_name: str, name: str, depth: int) -> Placement:
         bases = [b.id for b in self._classes[class_name].bases if isinstance(b, ast.Name) and b.id in self._classes]
@@ -352,6 +360,7 @@ class ModulePlacements(TypedReceivers, CallerArguments):
                     if all(isinstance(v, MAY_BE_TENSOR) for _, v, _ in assigned) else None
                     for name, assigned in self._assignments_of(cls).items()
                 },
+                **{name: exported(self.attribute(cls, name, 0), record=cls) for name in self.fills_of(cls)},
             }
             for cls in self._classes
         }

@@ -173,6 +173,9 @@ class ExportedPlacement:
     chain: Tuple[str, ...] = ()
     pending: Optional[PlacementQuery] = None
     mirror: str = ""  # the host mirror (`seq_lens_cpu`) that makes the attribute the device copy, if it did
+    # The record class whose constructor calls in this file placed the field (`facts.placement_fields`): the
+    # project trusts it only where no other file constructs that class or stores the field.
+    record: str = ""
 
 
 @dataclass(frozen=True)
@@ -266,3 +269,7 @@ class ModuleSummary:
     # The last name of everything the file calls (`f(...)`, `torch.ops.vllm.lora_shrink(...)`: "f",
     # "lora_shrink"): whether anything calls a custom op by its registered name (`project.hotness`).
     called_names: Set[str] = field(default_factory=set)
+    # The attributes the file stores on an object other than `self` (`meta.seq_lens = ...`, and the fields
+    # `dataclasses.replace(meta, seq_lens=...)` names): a record's field stored so is not what its constructor
+    # calls put there (`facts.placement_fields`).
+    stored_attributes: Set[str] = field(default_factory=set)

@@ -51,6 +51,7 @@ class PlacementLinks:
         self._graph = graph
         self._modules = modules
         self._paths = paths
+        self._stored_anywhere: Optional[FrozenSet[str]] = None
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
         """`file` with each pending site whose question the project answers with a placement its rule
@@ -106,6 +107,9 @@ class PlacementLinks:
             return (key[0], self._returned(key), f"is returned by `{query.name}()`") if key is not None else None
         if query.kind == "typed":
             return self._typed(module, query)
+        if query.kind == "record":
+            exported = self._modules[module].attribute_placements.get(query.owner, {}).get(query.name)
+            return module, self._trusted((module, query.owner), query.name, exported), f"is `{query.owner}.{query.name}`"
         if query.kind in ("method", "typed-method"):
             classes = [(module, query.owner)] if query.kind == "method" else self._receiver_classes(module, query)
             if len(classes) != 1:
@@ -145,7 +149,24 @@ class PlacementLinks:
         """The class of `cls`'s hierarchy that assigns (or declares) its attribute `name`, and what it exports
         of it (None: placement unknown); None when none does."""
         found = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._assigns(c, name) else None)
-        return (found[0], self._modules[found[0][0]].attribute_placements[found[0][1]][name]) if found else None
+        if not found:
+            return None
+        return found[0], self._trusted(found[0], name, self._modules[found[0][0]].attribute_placements[found[0][1]][name])
+
+    def _trusted(self, cls: Key, name: str, exported: Optional[ExportedPlacement]) -> Optional[ExportedPlacement]:
+        """`exported`, unless it is what the constructor calls of record class `cls` put in its field `name`
+        (`facts.placement_fields`) and another file may put something else there: it calls the class's name, or
+        some file stores the field on an object."""
+        if exported is None or not exported.record:
+            return exported
+        if self._stored_anywhere is None:
+            self._stored_anywhere = frozenset(a for summary in self._modules.values() for a in summary.stored_attributes)
+        if name in self._stored_anywhere:
+            return None
+        constructed_elsewhere = any(
+            cls[1] in summary.called_names for module, summary in self._modules.items() if module != cls[0]
+        )
+        return None if constructed_elsewhere else exported
 
     def _receiver_classes(self, module: str, query: PlacementQuery) -> List[Key]:
         """The project classes of the object a "typed" or "typed-method" question is about."""
@@ -209,4 +230,7 @@ def _exports_changed(cache: Cache, old_keys: Dict[str, _Keyed], path: str, new: 
 
 
 def _exports(file: FileSummary) -> object:
-    return file.summary.returns, file.summary.attribute_placements
+    """What other files' answers read of `file`: its exports, and the names it calls and the attributes it
+    stores, which decide whether a record's field is trusted (`PlacementLinks._trusted`)."""
+    summary = file.summary
+    return summary.returns, summary.attribute_placements, summary.called_names, summary.stored_attributes

@@ -1,0 +1,193 @@
+"""The fields of a record class as its constructor calls fill them: `Buffers(seq_lens=torch.zeros(n,
+device=dev), ...)` puts `Buffers.seq_lens` on the device, as `self.seq_lens = ...` in a method would.
+
+A record class is a dataclass or a `NamedTuple`: its constructor stores each argument in the field of that name
+and does nothing else, so what a call passes is what the field holds. The calls are read in the class's own file,
+by its name (`Buffers(...)`) or, in its own classmethods, by `cls(...)`, in its top-level functions and methods.
+A class that defines `__init__` is no record: its constructor may do anything. A field stays unknown where a
+call may fill it through `*args` or `**kwargs`, where the file writes the class's name followed by `(` anywhere
+else (a call in a nested function, at module level), or where the file stores it through another object
+(`meta.seq_lens = ...`, `dataclasses.replace(meta, seq_lens=...)`).
+
+What other files do is the project's to check (`ModuleSummary.stored_attributes`, `called_names`): the
+placement is passed on as the question "record" (`project.placement_links`), answered only where no other file
+calls the class's name or stores the field.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+import re
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+
+from h2dlint.facts.placement import placement_of
+from h2dlint.facts.placement_exports import FunctionNode
+from h2dlint.facts.placement_regions import own_nodes
+from h2dlint.facts.placement_values import Placement
+from h2dlint.facts.syntax import is_self, last_name
+
+_RECORD_DECORATORS = frozenset({"dataclass"})
+_RECORD_BASES = frozenset({"NamedTuple"})
+REPLACE = "replace"  # `dataclasses.replace(obj, field=value)` stores `field` in a copy of `obj`
+
+
+def stored_attributes(targets: Iterable[ast.expr]) -> Iterator[str]:
+    """The attributes that assignment `targets` store on an object other than `self` (in tuples too)."""
+    pending = list(targets)
+    while pending:
+        target = pending.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            pending.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            pending.append(target.value)
+        elif isinstance(target, ast.Attribute) and not is_self(target.value):
+            yield target.attr
+
+
+@dataclass(frozen=True)
+class FieldFill:
+    """One value a constructor call passes for a field: the function that makes the call, its class (None for a
+    module function), the value (None when the call may fill the field in a way not known) and the line."""
+
+    function: FunctionNode
+    owner: Optional[str]
+    value: Optional[ast.expr]
+    line: int
+
+    def step(self, class_name: str, field: str) -> str:
+        value = ast.unparse(self.value)[:40] if self.value is not None else "..."
+        return f"line {self.line}: `{class_name}({field}={value})` in `{self.function.name}`"
+
+
+class RecordFields:
+    """The part of `placement_summary.ModulePlacements` that reads the fields of its record classes from their
+    constructor calls. It uses the host's `_classes`, `_source`, `_top_level_functions`, `scope` and
+    `_names_for`."""
+
+    _fills: Optional[Dict[str, Dict[str, List[FieldFill]]]] = None
+
+    def fills_of(self, class_name: str) -> Dict[str, List[FieldFill]]:
+        """Field -> what the constructor calls of record class `class_name` in this file pass for it."""
+        if self._fills is None:
+            source = self._source  # type: ignore[attr-defined]
+            records = record_classes(self._classes, source)  # type: ignore[attr-defined]
+            written = calls_written(records, source)
+            self._fills = field_fills(records, self._top_level_functions(), written) if records else {}  # type: ignore
+        return self._fills.get(class_name, {})
+
+    def filled(self, class_name: str, field: str, depth: int) -> List[Optional[Placement]]:
+        """Where each constructor call puts `field` of record class `class_name`; None for a call whose value
+        for it is not known."""
+        found: List[Optional[Placement]] = []
+        for fill in self.fills_of(class_name).get(field, ()):
+            if fill.value is None:
+                found.append(None)
+                continue
+            scope = self.scope(self._names_for(fill.function, fill.owner), fill.owner, fill.function)  # type: ignore
+            found.append(placement_of(fill.value, scope, depth + 1).via(fill.step(class_name, field)))
+        return found
+
+
+def record_classes(classes: Dict[str, ast.ClassDef], source: str) -> Dict[str, Tuple[str, ...]]:
+    """Record class -> its fields in order, for each top-level record class of this file that the source may
+    construct (its name or `cls` followed by `(`)."""
+    found = {}
+    for name, node in classes.items():
+        constructed = f"{name}(" in source.replace(f"class {name}(", "") or "cls(" in source
+        if _is_record(node) and (constructed or not source):
+            found[name] = _fields_in_order(node)
+    return found
+
+
+def field_fills(
+    records: Dict[str, Tuple[str, ...]],
+    functions: Iterable[Tuple[FunctionNode, Optional[str]]],
+    written: Dict[str, int],
+) -> Dict[str, Dict[str, List[FieldFill]]]:
+    """Record class -> field -> what each constructor call in `functions` passes for it; `written`: how often
+    the source writes each record's name followed by `(`, its `class` line aside (`calls_written`)."""
+    table: Dict[str, Dict[str, List[FieldFill]]] = {name: {} for name in records}
+    stored: Set[str] = set()
+    open_records: Set[str] = set()  # constructed with `*args` or `**kwargs`: any field may hold anything
+    seen: Dict[str, int] = dict.fromkeys(records, 0)
+    for function, owner in functions:
+        for node in own_nodes(function):
+            if isinstance(node, ast.Call):
+                record = _constructed(node, function, owner, records)
+                if record is None:
+                    continue
+                seen[record] += isinstance(node.func, ast.Name) and node.func.id == record
+                if _unpacks(node):
+                    open_records.add(record)
+                for field, value in _passed(node, records[record]):
+                    table[record].setdefault(field, []).append(FieldFill(function, owner, value, node.lineno))
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and not is_self(node.value):
+                stored.add(node.attr)
+    open_records.update(record for record, calls in seen.items() if calls != written.get(record, 0))
+    for record, fields in table.items():
+        for field in fields if record in open_records else stored & set(fields):
+            fields[field] = [FieldFill(f.function, f.owner, None, f.line) for f in fields[field]]
+    return table
+
+
+def calls_written(records: Iterable[str], source: str) -> Dict[str, int]:
+    """How often `source` writes each of `records` followed by `(` as a name of its own (not `x.Name(` or
+    `MyName(`), its `class Name(` line aside."""
+    counts = {}
+    for name in records:
+        written = len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*\(", source))
+        counts[name] = written - len(re.findall(rf"class\s+{re.escape(name)}\s*\(", source))
+    return counts
+
+
+def _is_record(node: ast.ClassDef) -> bool:
+    if any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in node.body):
+        return False
+    decorators = (d.func if isinstance(d, ast.Call) else d for d in node.decorator_list)
+    return any(last_name(d) in _RECORD_DECORATORS for d in decorators) or any(
+        last_name(b) in _RECORD_BASES for b in node.bases
+    )
+
+
+def _fields_in_order(node: ast.ClassDef) -> Tuple[str, ...]:
+    """The fields a positional argument fills, in order; none when the order is not known from this class
+    alone (a base class may declare fields first, a field may be left out of `__init__`)."""
+    if node.bases and not any(last_name(b) in _RECORD_BASES for b in node.bases):
+        return ()
+    fields = []
+    for item in node.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            if "ClassVar" in ast.unparse(item.annotation):
+                continue
+            if isinstance(item.value, ast.Call) and any(k.arg == "init" for k in item.value.keywords):
+                return ()
+            fields.append(item.target.id)
+    return tuple(fields)
+
+
+def _constructed(
+    call: ast.Call, function: FunctionNode, owner: Optional[str], records: Dict[str, Tuple[str, ...]]
+) -> Optional[str]:
+    """The record class `call` constructs, if it is one: by its name, or by `cls` in its own classmethod."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    if call.func.id in records:
+        return call.func.id
+    if call.func.id == "cls" and owner in records and _is_classmethod(function):
+        return owner
+    return None
+
+
+def _is_classmethod(function: FunctionNode) -> bool:
+    return any(last_name(d) == "classmethod" for d in function.decorator_list)
+
+
+def _unpacks(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+
+
+def _passed(call: ast.Call, in_order: Tuple[str, ...]) -> List[Tuple[str, ast.expr]]:
+    """(field, value) for each field `call` names or fills by position."""
+    positional = () if any(isinstance(a, ast.Starred) for a in call.args) else call.args
+    return [*zip(in_order, positional), *((k.arg, k.value) for k in call.keywords if k.arg is not None)]

@@ -1,0 +1,210 @@
+"""The fields of a record class (a dataclass or a `NamedTuple`) live where the constructor calls of its file put
+them: `Buffers(cu_seq_lens=torch.zeros(n, device=dev))` puts `Buffers.cu_seq_lens` on the device, in this file
+and, through the project, in the others. A function whose every `return` builds one class returns an instance of
+it, and a local bound once to `self.buffers` is read as `self.buffers`. Where
+the calls disagree, or may fill a field in a way not seen, the field stays unknown and nothing is reported."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from conftest import write
+
+RECORDS = """\
+    import torch
+    from dataclasses import dataclass, field
+    from typing import NamedTuple
+
+
+    @dataclass
+    class Buffers:
+        seq_lens: torch.Tensor
+        cu_seq_lens: torch.Tensor
+        staging: torch.Tensor
+
+
+    class Pair(NamedTuple):
+        ids: torch.Tensor
+        ids_host: torch.Tensor
+
+
+    @dataclass
+    class Mixed:
+        widths: torch.Tensor
+
+
+    @dataclass
+    class Spread:
+        heights: torch.Tensor
+
+
+    @dataclass
+    class Stored:
+        depths: torch.Tensor
+
+
+    @dataclass
+    class Built:
+        counts: torch.Tensor
+
+        @classmethod
+        def make(cls, n, dev):
+            return cls(counts=torch.zeros(n, device=dev))
+
+
+    @dataclass(init=False)
+    class NotARecord:
+        sizes: torch.Tensor
+
+        def __init__(self, sizes):
+            self.sizes = sizes
+
+
+    def make_buffers(n, dev):
+        return Buffers(
+            seq_lens=torch.zeros(n, device=dev),
+            cu_seq_lens=torch.zeros(n + 1, device=dev),
+            staging=torch.zeros(n),
+        )
+
+
+    def make_others(n, dev, extra, other):
+        pair = Pair(torch.zeros(n, device=dev), torch.zeros(n))
+        mixed = [Mixed(widths=torch.zeros(n, device=dev)), Mixed(widths=torch.zeros(n))]
+        spread = Spread(heights=torch.zeros(n, device=dev), **extra)
+        stored = Stored(depths=torch.zeros(n, device=dev))
+        other.depths = torch.zeros(n)
+        record = NotARecord(sizes=torch.zeros(n, device=dev))
+        return pair, mixed, spread, stored, record
+    """
+
+RUNNER = """\
+    import torch
+    from pkg.records import Buffers, Built, Mixed, NotARecord, Pair, Spread, Stored, make_buffers
+
+
+    class Runner:
+        def __init__(self, n, dev):
+            self.buffers = make_buffers(n, dev)
+
+        def replay(self, lens, pair: Pair, mixed: Mixed, spread: Spread, stored: Stored, built: Built,
+                   record: NotARecord):
+            buffers = self.buffers
+            host = torch.zeros(4, dtype=torch.int32)
+            buffers.cu_seq_lens.copy_(host)
+            total = buffers.seq_lens.sum().item()
+            ids = pair.ids.tolist()
+            a = mixed.widths.tolist()
+            b = spread.heights.tolist()
+            c = stored.depths.tolist()
+            d = built.counts.tolist()
+            e = record.sizes.tolist()
+            f = buffers.staging.to("cuda")
+            return total, ids, a, b, c, d, e, f
+    """
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "demo"
+    write(root, "pyproject.toml", "[project]\nname = 'demo'\n\n[tool.h2dlint]\nselect = ['HTD1', 'HTD2']\n")
+    write(root, "pkg/__init__.py", "")
+    write(root, "pkg/records.py", RECORDS)
+    write(root, "pkg/runner.py", RUNNER)
+    return root
+
+
+def findings(run_cli, *args, cwd):
+    code, out, err = run_cli("check", "--output-format", "json", "--no-cache", *args, cwd=cwd)
+    assert code in (0, 1), err
+    return {d["location"]["row"]: (d["code"], d["message"]) for d in json.loads(out)}
+
+
+def row_of(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(textwrap.dedent(text).splitlines(), 1) if needle in line)
+
+
+def test_a_field_the_constructor_fills_on_the_device_is_a_device_buffer(project, run_cli):
+    found = findings(run_cli, ".", cwd=project)
+    code, message = found[row_of(RUNNER, "buffers.cu_seq_lens.copy_")]
+    assert code == "HTD107"
+    assert "`buffers.cu_seq_lens` is `Buffers.cu_seq_lens` (records.py)" in message
+    assert found[row_of(RUNNER, "buffers.seq_lens.sum()")][0] == "HTD201"
+
+
+def test_a_field_filled_by_position_and_one_built_by_cls_in_a_classmethod(project, run_cli):
+    found = findings(run_cli, ".", cwd=project)
+    assert found[row_of(RUNNER, "pair.ids.tolist()")][0] == "HTD201"
+    assert found[row_of(RUNNER, "built.counts.tolist()")][0] == "HTD201"
+
+
+def test_a_host_field_copied_to_the_device_is_reported(project, run_cli):
+    found = findings(run_cli, ".", cwd=project)
+    code, message = found[row_of(RUNNER, "buffers.staging.to(")]
+    assert code == "HTD103"
+    assert "`Buffers.staging`" in message
+
+
+@pytest.mark.parametrize("needle", ["mixed.widths", "spread.heights", "stored.depths", "record.sizes"])
+def test_a_field_that_calls_disagree_on_or_may_fill_unseen_is_not_reported(project, run_cli, needle):
+    assert row_of(RUNNER, needle) not in findings(run_cli, ".", cwd=project)
+
+
+ONE_FILE_RUNNER = """
+
+    class Runner:
+        def __init__(self, n, dev):
+            self.buffers = make_buffers(n, dev)
+
+        def forward(self):
+            buffers = self.buffers
+            buffers.cu_seq_lens.copy_(torch.zeros(4))
+    """
+
+NESTED_CALL = """
+
+    def later(n):
+        def build():
+            return Buffers(torch.zeros(n), torch.zeros(n), torch.zeros(n))
+        return build
+    """
+
+
+@pytest.mark.parametrize(
+    ("extra", "reported"), [("", True), (NESTED_CALL, False)], ids=["calls read", "a call in a nested function"]
+)
+def test_a_record_used_in_its_own_file_is_known_only_where_every_call_is_read(tmp_path, run_cli, extra, reported):
+    source = textwrap.dedent(RECORDS) + textwrap.dedent(extra) + textwrap.dedent(ONE_FILE_RUNNER)
+    write(tmp_path, "one.py", source)
+    found = findings(run_cli, "one.py", cwd=tmp_path)
+    assert (row_of(source, "buffers.cu_seq_lens.copy_") in found) is reported
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "def rebuild(n):\n    return Buffers(torch.zeros(n), torch.zeros(n), torch.zeros(n))\n",
+        "def move(buffers):\n    buffers.cu_seq_lens = buffers.cu_seq_lens.cpu()\n",
+        "import dataclasses\n\ndef move(buffers):\n    return dataclasses.replace(buffers, cu_seq_lens=None)\n",
+    ],
+    ids=["constructed in another file", "stored in another file", "replaced in another file"],
+)
+def test_a_field_another_file_may_fill_otherwise_is_not_reported(project, run_cli, elsewhere):
+    assert row_of(RUNNER, "buffers.cu_seq_lens.copy_") in findings(run_cli, ".", cwd=project)
+    write(project, "pkg/other.py", "import torch\nfrom pkg.records import Buffers\n\n" + elsewhere)
+    assert row_of(RUNNER, "buffers.cu_seq_lens.copy_") not in findings(run_cli, ".", cwd=project)
+
+
+def test_a_warm_run_sees_another_file_start_storing_the_field(project, run_cli):
+    def cached_findings():
+        code, out, err = run_cli("check", "--output-format", "json", ".", cwd=project)
+        assert code in (0, 1), err
+        return {d["location"]["row"] for d in json.loads(out)}
+
+    row = row_of(RUNNER, "buffers.cu_seq_lens.copy_")
+    write(project, "pkg/other.py", "def move(buffers):\n    return buffers\n")
+    assert row in cached_findings()
+    write(project, "pkg/other.py", "def move(buffers):\n    buffers.cu_seq_lens = None\n")
+    assert row not in cached_findings()
