@@ -33,24 +33,30 @@ def call_target(func: ast.expr) -> Optional[Tuple[CallKind, str, Optional[str]]]
 _SELF_ALIAS = "self."
 
 
+def _attribute_path(expr: Optional[ast.expr]) -> Tuple[Optional[ast.expr], List[str]]:
+    """The root of a chain of attributes and their names from the root, at most `_MAX_RECEIVER_PATH` of them:
+    (`self`, ["runner", "backend"]) for `self.runner.backend`."""
+    path: List[str] = []
+    while isinstance(expr, ast.Attribute) and len(path) < _MAX_RECEIVER_PATH:
+        path.append(expr.attr)
+        expr = expr.value
+    return expr, path[::-1]
+
+
 def receiver(func: ast.expr, types: Dict[str, str]) -> Optional[Tuple[str, ...]]:
     """What is known of the object a method is called on (see `CallRef.receiver`)."""
-    path: List[str] = []
-    node = func.value if isinstance(func, ast.Attribute) else None
-    while isinstance(node, ast.Attribute) and len(path) < _MAX_RECEIVER_PATH:
-        path.append(node.attr)
-        node = node.value
+    node, path = _attribute_path(func.value if isinstance(func, ast.Attribute) else None)
     if isinstance(node, ast.Call):  # `Pool(...).alloc()`: the object a call made, as after `p = Pool(...)`
         root = call_result(node)
-        return (root, *reversed(path)) if root is not None else None
+        return (root, *path) if root is not None else None
     if not isinstance(node, ast.Name):
         return None
     root = "self" if is_self(node) else types.get(node.id)
     if root is not None and is_self_alias(root):  # `buffers = self.buffers`: `buffers.x` is `self.buffers.x`
-        return (*root.split("."), *reversed(path))
+        return (*root.split("."), *path)
     if root is None or (root == "self" and not path):
         return None
-    return (root, *reversed(path))
+    return (root, *path)
 
 
 def is_self_alias(written: str) -> bool:
@@ -105,12 +111,9 @@ def _add_self_aliases(types: Dict[str, str], bindings: Bindings) -> None:
     """`buffers = self.buffers`, bound once, holds what `self.buffers` holds: written `self.buffers`, which
     `receiver` reads as that attribute."""
     for name, value in bindings.single_values.items():
-        path: List[str] = []
-        while isinstance(value, ast.Attribute) and len(path) < _MAX_RECEIVER_PATH:
-            path.append(value.attr)
-            value = value.value
-        if path and is_self(value) and name not in types and name not in bindings.declared:
-            types[name] = _SELF_ALIAS + ".".join(reversed(path))
+        root, path = _attribute_path(value)
+        if path and root is not None and is_self(root) and name not in types and name not in bindings.declared:
+            types[name] = _SELF_ALIAS + ".".join(path)
 
 
 # Annotations of a collection whose elements are all of the one type they name (`List[Row]`, `tuple[Row, ...]`).
@@ -164,11 +167,13 @@ def returned_class(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], owner
     found = set()
     for node in statements_within(function.body):
         if isinstance(node, ast.Return):
-            value = node.value
-            written = dotted_name(value.func) if isinstance(value, ast.Call) else None
+            called = node.value.func if isinstance(node.value, ast.Call) else None
+            written = dotted_name(called) if called is not None else None
             if written == "cls" and owner is not None:
                 written = owner
-            if not written or not last_name(value.func)[:1].isupper() and written != owner:  # type: ignore
+            elif written is not None and not last_name(called)[:1].isupper():  # type: ignore[arg-type]
+                written = None  # `make_pool(...)`: a function, not a class
+            if written is None:
                 return None
             found.add(written)
         elif isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, (ast.Yield, ast.YieldFrom)):

@@ -109,7 +109,8 @@ class PlacementLinks:
             return self._typed(module, query)
         if query.kind == "record":
             exported = self._modules[module].attribute_placements.get(query.owner, {}).get(query.name)
-            return module, self._trusted((module, query.owner), query.name, exported), f"is `{query.owner}.{query.name}`"
+            trusted = self._trusted((module, query.owner), query.name, exported)
+            return module, trusted, f"is `{query.owner}.{query.name}`"
         if query.kind in ("method", "typed-method"):
             classes = [(module, query.owner)] if query.kind == "method" else self._receiver_classes(module, query)
             if len(classes) != 1:
@@ -151,7 +152,8 @@ class PlacementLinks:
         found = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._assigns(c, name) else None)
         if not found:
             return None
-        return found[0], self._trusted(found[0], name, self._modules[found[0][0]].attribute_placements[found[0][1]][name])
+        owner = found[0]
+        return owner, self._trusted(owner, name, self._modules[owner[0]].attribute_placements[owner[1]][name])
 
     def _trusted(self, cls: Key, name: str, exported: Optional[ExportedPlacement]) -> Optional[ExportedPlacement]:
         """`exported`, unless it is what the constructor calls of record class `cls` put in its field `name`
@@ -160,7 +162,7 @@ class PlacementLinks:
         if exported is None or not exported.record:
             return exported
         if self._stored_anywhere is None:
-            self._stored_anywhere = frozenset(a for summary in self._modules.values() for a in summary.stored_attributes)
+            self._stored_anywhere = frozenset(a for s in self._modules.values() for a in s.stored_attributes)
         if name in self._stored_anywhere:
             return None
         constructed_elsewhere = any(

@@ -111,8 +111,9 @@ PLACEMENT_SOURCES = """
         (`for part in parts:`, `[p.item() for p in parts]`, through `enumerate` and `zip`), `+=`, and a name bound in
         branches, when every binding that may reach the use agrees), `self.x` through every assignment in the class's
         methods, a field of a dataclass or `NamedTuple` through the constructor calls of its file (where no other
-        file constructs the class or stores the field), the return values of the module's functions and methods, a parameter of a private function
-        (`_pack`, `self._pack`) where every call of it in the module passes it, and a branch that tests the device
+        file constructs the class or stores the field), the return values of the module's functions and methods, a
+        parameter of a private function (`_pack`, `self._pack`) where every call of it in the module passes it, and a
+        branch that tests the device
         (inside `if x.is_cuda:` or `... if x.device.type != "cpu" else ...`, `x` is on the device; where a test
         names the CPU, on the host; the `else` of `x.is_cuda` says nothing, since XPU and NPU tensors are not CUDA
         ones). Names are evidence too:
