@@ -208,3 +208,10 @@ def test_a_warm_run_sees_another_file_start_storing_the_field(project, run_cli):
     assert row in cached_findings()
     write(project, "pkg/other.py", "def move(buffers):\n    buffers.cu_seq_lens = None\n")
     assert row not in cached_findings()
+
+
+def test_calls_written_counts_the_name_as_a_call_of_its_own_only():
+    from h2dlint.facts.placement_fields import calls_written
+
+    source = "class Meta(Base):\n    pass\ny = g\nMeta(1)\nx.Meta(2)\nNotMeta(3)\nz = Meta (4)\nclass  Meta(x):\n    pass\n"
+    assert calls_written(["Meta"], source) == {"Meta": 2}

@@ -34,7 +34,7 @@ REPLACE = "replace"  # `dataclasses.replace(obj, field=value)` stores `field` in
 
 def stored_attributes(targets: Iterable[ast.expr]) -> Iterator[str]:
     """The attributes that assignment `targets` store on an object other than `self` (in tuples too)."""
-    pending = list(targets)
+    pending = [target for target in targets if not isinstance(target, ast.Name)]  # most targets are names
     while pending:
         target = pending.pop()
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -91,11 +91,10 @@ class RecordFields:
 
 def record_classes(classes: Dict[str, ast.ClassDef], source: str) -> Dict[str, Tuple[str, ...]]:
     """Record class -> its fields in order, for each top-level record class of this file that the source may
-    construct (its name or `cls` followed by `(`)."""
+    construct (its name or `cls` followed by `(`: a cheap test, which its `class` line may pass too)."""
     found = {}
     for name, node in classes.items():
-        constructed = f"{name}(" in source.replace(f"class {name}(", "") or "cls(" in source
-        if _is_record(node) and (constructed or not source):
+        if _is_record(node) and (not source or f"{name}(" in source or "cls(" in source):
             found[name] = _fields_in_order(node)
     return found
 
@@ -136,9 +135,17 @@ def calls_written(records: Iterable[str], source: str) -> Dict[str, int]:
     `MyName(`), its `class Name(` line aside."""
     counts = {}
     for name in records:
-        written = len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*\(", source))
-        counts[name] = written - len(re.findall(rf"class\s+{re.escape(name)}\s*\(", source))
+        found = 0
+        for match in re.finditer(rf"{re.escape(name)}\s*\(", source):  # a literal first: a fast search
+            before = source[max(0, match.start() - _CLASS_PREFIX):match.start()]
+            if not _NOT_A_CALL_BEFORE.search(before):
+                found += 1
+        counts[name] = found
     return counts
+
+
+_CLASS_PREFIX = 40  # characters looked at before a name for `class ` or a longer name
+_NOT_A_CALL_BEFORE = re.compile(r"[\w.]\Z|class\s+\Z")  # `MyName(`, `x.Name(`, `class Name(`
 
 
 def _is_record(node: ast.ClassDef) -> bool:
