@@ -23,7 +23,7 @@ from typing import List, Optional, Tuple
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_conventions import FROM_CALLERS
 from h2dlint.facts.placement_exports import FunctionNode
-from h2dlint.facts.placement_regions import own_nodes
+from h2dlint.facts.placement_regions import own_nodes, spans_any
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
 from h2dlint.facts.positions import line_starts, row_at
 
@@ -122,13 +122,12 @@ class CallerArguments:
         return rows
 
     def _functions_at(self, rows: List[int]) -> List[Tuple[FunctionNode, Optional[str]]]:
-        """The top-level functions and methods whose lines hold any of `rows`."""
-        found = []
-        for function, owner in self._top_level_functions():
-            end = function.end_lineno or function.lineno
-            if any(function.lineno <= row <= end for row in rows):
-                found.append((function, owner))
-        return found
+        """The top-level functions and methods whose lines hold any of `rows` (ascending)."""
+        return [
+            (function, owner)
+            for function, owner in self._top_level_functions()
+            if spans_any(rows, function.lineno, function.end_lineno or function.lineno)
+        ]
 
     def _top_level_functions(self) -> List[Tuple[FunctionNode, Optional[str]]]:
         """The module's functions and its top-level classes' methods, each with its class (None for a function)."""

@@ -19,16 +19,17 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 import re
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_exports import FunctionNode
-from h2dlint.facts.placement_regions import own_nodes
+from h2dlint.facts.placement_regions import own_nodes, rows_naming
 from h2dlint.facts.placement_values import Placement
 from h2dlint.facts.syntax import is_self, last_name
 
 _RECORD_DECORATORS = frozenset({"dataclass"})
 _RECORD_BASES = frozenset({"NamedTuple"})
+FunctionsAt = Callable[[List[int]], List[Tuple[FunctionNode, Optional[str]]]]  # functions holding some of the rows
 REPLACE = "replace"  # `dataclasses.replace(obj, field=value)` stores `field` in a copy of `obj`
 
 
@@ -62,8 +63,7 @@ class FieldFill:
 
 class RecordFields:
     """The part of `placement_summary.ModulePlacements` that reads the fields of its record classes from their
-    constructor calls. It uses the host's `_classes`, `_source`, `_top_level_functions`, `scope` and
-    `_names_for`."""
+    constructor calls. It uses the host's `_classes`, `_source`, `_functions_at`, `scope` and `_names_for`."""
 
     _fills: Optional[Dict[str, Dict[str, List[FieldFill]]]] = None
 
@@ -72,8 +72,7 @@ class RecordFields:
         if self._fills is None:
             source = self._source  # type: ignore[attr-defined]
             records = record_classes(self._classes, source)  # type: ignore[attr-defined]
-            written = calls_written(records, source)
-            self._fills = field_fills(records, self._top_level_functions(), written) if records else {}  # type: ignore
+            self._fills = field_fills(records, self._functions_at, source) if records else {}  # type: ignore
         return self._fills.get(class_name, {})
 
     def filled(self, class_name: str, field: str, depth: int) -> List[Optional[Placement]]:
@@ -94,40 +93,48 @@ def record_classes(classes: Dict[str, ast.ClassDef], source: str) -> Dict[str, T
     construct (its name or `cls` followed by `(`: a cheap test, which its `class` line may pass too)."""
     found = {}
     for name, node in classes.items():
-        if _is_record(node) and (not source or f"{name}(" in source or "cls(" in source):
+        if _is_record(node) and (f"{name}(" in source or "cls(" in source):
             found[name] = _fields_in_order(node)
     return found
 
 
 def field_fills(
-    records: Dict[str, Tuple[str, ...]],
-    functions: Iterable[Tuple[FunctionNode, Optional[str]]],
-    written: Dict[str, int],
+    records: Dict[str, Tuple[str, ...]], functions_at: FunctionsAt, source: str
 ) -> Dict[str, Dict[str, List[FieldFill]]]:
-    """Record class -> field -> what each constructor call in `functions` passes for it; `written`: how often
-    the source writes each record's name followed by `(`, its `class` line aside (`calls_written`)."""
+    """Record class -> field -> what each constructor call passes for it, in the top-level functions and methods
+    that `functions_at` gives for some lines. Only the lines that name a record or `cls`, and then a passed
+    field, are walked."""
     table: Dict[str, Dict[str, List[FieldFill]]] = {name: {} for name in records}
-    stored: Set[str] = set()
     open_records: Set[str] = set()  # constructed with `*args` or `**kwargs`: any field may hold anything
     seen: Dict[str, int] = dict.fromkeys(records, 0)
-    for function, owner in functions:
-        for node in own_nodes(function):
-            if isinstance(node, ast.Call):
-                record = _constructed(node, function, owner, records)
-                if record is None:
-                    continue
-                seen[record] += isinstance(node.func, ast.Name) and node.func.id == record
-                if _unpacks(node):
-                    open_records.add(record)
-                for field, value in _passed(node, records[record]):
-                    table[record].setdefault(field, []).append(FieldFill(function, owner, value, node.lineno))
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and not is_self(node.value):
-                stored.add(node.attr)
+    for function, owner, node in _nodes_on(functions_at, rows_naming(source, [*records, "cls"])):
+        record = _constructed(node, function, owner, records) if isinstance(node, ast.Call) else None
+        if record is None:
+            continue
+        seen[record] += isinstance(node.func, ast.Name) and node.func.id == record  # type: ignore[attr-defined]
+        if _unpacks(node):  # type: ignore[arg-type]
+            open_records.add(record)
+        for field, value in _passed(node, records[record]):  # type: ignore[arg-type]
+            table[record].setdefault(field, []).append(FieldFill(function, owner, value, node.lineno))
+    written = calls_written(records, source)
     open_records.update(record for record, calls in seen.items() if calls != written.get(record, 0))
+    passed = sorted({field for fields in table.values() for field in fields})
+    stored = {
+        node.attr
+        for _, _, node in _nodes_on(functions_at, rows_naming(source, passed) if passed else [])
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and not is_self(node.value)
+    }
     for record, fields in table.items():
         for field in fields if record in open_records else stored & set(fields):
             fields[field] = [FieldFill(f.function, f.owner, None, f.line) for f in fields[field]]
     return table
+
+
+def _nodes_on(functions_at: FunctionsAt, rows: List[int]) -> Iterator[Tuple[FunctionNode, Optional[str], ast.AST]]:
+    """(function, its class, node) for each node of the functions' own bodies (`own_nodes`) on one of `rows`."""
+    for function, owner in functions_at(rows) if rows else ():
+        for node in own_nodes(function, rows):
+            yield function, owner, node
 
 
 def calls_written(records: Iterable[str], source: str) -> Dict[str, int]:

@@ -132,14 +132,21 @@ def rows_naming(text: str, words: Sequence[str]) -> List[int]:
     return sorted(rows)
 
 
+def spans_any(lines: Sequence[int], first: int, last: int) -> bool:
+    """Whether one of `lines` (ascending) is in `first..last`."""
+    at = bisect.bisect_left(lines, first)
+    return at < len(lines) and lines[at] <= last
+
+
 def own_nodes(function: FunctionNode, lines: Optional[Sequence[int]] = None) -> Iterator[ast.AST]:
-    """The nodes of `function`'s body, not those of functions, lambdas or classes nested in it; with `lines`,
-    only those whose lines hold one of them (a node with no position, such as `arguments`, is descended into)."""
+    """The nodes of `function`'s body, not those of functions, lambdas or classes nested in it; with `lines`
+    (ascending), only those whose lines hold one of them (a node with no position, such as `arguments`, is
+    descended into)."""
     pending: List[ast.AST] = list(function.body)
     while pending:
         node = pending.pop()
         start = getattr(node, "lineno", None) if lines is not None else None
-        if start is not None and not any(start <= line <= (node.end_lineno or start) for line in lines):  # type: ignore
+        if start is not None and not spans_any(lines, start, node.end_lineno or start):  # type: ignore[arg-type]
             continue
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
