@@ -145,7 +145,8 @@ class _Collector(Walk):
     # --- the classes of instance attributes, for resolving `self.pool.alloc()` across files ----------------
 
     def _visit_assign(self, node: ast.Assign) -> None:
-        self.summary.stored_attributes.update(stored_attributes(node.targets))
+        if len(node.targets) > 1 or not isinstance(node.targets[0], ast.Name):  # most assignments bind one name
+            self.summary.stored_attributes.update(stored_attributes(node.targets))
         if len(node.targets) == 1:
             self._record_attribute_type(node.targets[0], self._value_type(node.value))
             record_table(self.summary.tables, node.targets[0], node.value)
