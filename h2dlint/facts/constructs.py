@@ -84,10 +84,11 @@ def host_by_default(expr: ast.expr, names: NameResolver) -> bool:
 def host_default_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet[str]:
     """The attributes every assignment in the methods of `cls` sets from a parameter of that method that
     defaults to the host (`self.device = device`, `self._device = torch.device(device)`)."""
+    methods = [node for node in cls.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not any(is_host_device(default, names) for method in methods for default in _written_defaults(method)):
+        return frozenset()  # nearly every class: no parameter defaults to the host, so no walk of its methods
     from_host_default: Dict[str, bool] = {}
-    for method in cls.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for method in methods:
         defaults = function_bindings(method).parameter_defaults  # of parameters the method never rebinds
         for node in ast.walk(method):
             for target, value in _assignments(node):
@@ -97,6 +98,12 @@ def host_default_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet
                     is_host = default is not None and is_host_device(default, names)
                     from_host_default[attribute] = from_host_default.get(attribute, True) and is_host
     return frozenset(attribute for attribute, always in from_host_default.items() if always)
+
+
+def _written_defaults(function: "ast.FunctionDef | ast.AsyncFunctionDef") -> List[ast.expr]:
+    """The default values written in `function`'s signature."""
+    arguments = function.args
+    return [*arguments.defaults, *(default for default in arguments.kw_defaults if default is not None)]
 
 
 def _device_parameter(value: Optional[ast.expr], names: NameResolver) -> Optional[str]:

@@ -170,16 +170,19 @@ def cached_build_guard(
 def _grows_on_demand(test: ast.expr, body: Sequence[ast.stmt]) -> bool:
     """`if n > self.max_size: self.max_size = n; self._rebuild()`: the guarded block raises the very bound it
     compares against, so it runs only when a new maximum arrives, not per step."""
-    ordering = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-    if not any(isinstance(node, ast.Compare) and isinstance(node.ops[0], ordering) for node in ast.walk(test)):
-        return False
-    bounds = {node.attr for node in ast.walk(test) if isinstance(node, ast.Attribute) and is_self(node.value)}
-    return any(
-        isinstance(target, ast.Attribute) and is_self(target.value) and target.attr in bounds
+    raised = {
+        target.attr
         for statement in body
         if isinstance(statement, (ast.Assign, ast.AugAssign))
         for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
-    )
+        if isinstance(target, ast.Attribute) and is_self(target.value)
+    }
+    if not raised:  # most guarded blocks set no attribute of `self`: no walk of the test
+        return False
+    ordering = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+    if not any(isinstance(node, ast.Compare) and isinstance(node.ops[0], ordering) for node in ast.walk(test)):
+        return False
+    return any(isinstance(node, ast.Attribute) and is_self(node.value) and node.attr in raised for node in ast.walk(test))
 
 
 
