@@ -76,7 +76,7 @@ class _Collector(Walk):
             kind: [(rule, getattr(rule, f"check_{kind.value}")) for rule in rules if kind in rule.looks_at]
             for kind in NodeKind
         }
-        self._call_checks = self._checks[NodeKind.CALL]
+        self._call_checks = sorted(self._checks[NodeKind.CALL], key=lambda check: check[0].reuses_call_matches)
         kinds = frozenset(kind for kind, checks in self._checks.items() if checks)
         super().__init__(lines, kinds, bool(rules), settings)
         self.summary = ModuleSummary()
@@ -201,6 +201,7 @@ class _Collector(Walk):
             if called == REPLACE:
                 self.summary.stored_attributes.update(k.arg for k in node.keywords if k.arg is not None)
         self._record_custom_op_registration(node)
+        matches = self.context.call_matches = {}
         for rule, check in self._call_checks:
             if self._kept_on_purpose(rule):
                 continue
@@ -209,6 +210,10 @@ class _Collector(Walk):
                 self._record_site(rule, found)
             if self.context.asked:
                 self._record_pending(rule, check, node, found)
+                self.context.call_matches = matches
+            else:
+                matches[rule.code] = found
+        self.context.call_matches = {}
         self._visit(node.func)
         self._visit_all(_arguments_in_source_order(node))
 
@@ -244,6 +249,7 @@ class _Collector(Walk):
     ) -> Tuple[Tuple[PlacedVariant, ...], Optional[Match]]:
         """What the rule reports at `node` for each answer to `query`, and its first match (None: none)."""
         placements = self.context.placements
+        self.context.call_matches = {}  # each verdict is worked out again under the assumed answer
         variants, first = [], None
         for place in _ANSWERS:
             answer = UNKNOWN if place is Place.UNKNOWN else Placement(place, PENDING_EVIDENCE)

@@ -51,6 +51,8 @@ class Rule:
     quiet_where_syncs_allowed: ClassVar[bool] = False
     options: ClassVar[Tuple[str, ...]] = ()  # the `[tool.h2dlint]` keys that change what it reports or fixes
     references: ClassVar[Tuple[str, ...]] = ()  # keys of `docs.REFERENCES`
+    # Reads what other rules found at the same call (`Context.call_matches`): the checker runs it after them.
+    reuses_call_matches: ClassVar[bool] = False
     # A cheap prefilter: the file must contain at least one word of every group, or the rule cannot match.
     triggers: ClassVar[Tuple[Tuple[str, ...], ...]]
     VALID: ClassVar[Sequence[Valid]] = ()

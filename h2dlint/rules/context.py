@@ -81,6 +81,9 @@ class Context:
         # remedy must not name as a mirror what this very statement builds.
         self.assigning: Sequence[ast.expr] = ()
         self.assigned: Optional[ast.expr] = None  # and the value it assigns
+        # What each call rule found at the call being checked (a `Match`, or None), by code, for a rule that
+        # reuses other rules' verdicts (`CopyUnderCapture`): only verdicts that asked the project nothing.
+        self.call_matches: Dict[str, object] = {}
 
     def placement(self, expr: ast.expr) -> Placement:
         """Where the tensor `expr` lives, here, with its evidence (`facts.placement`)."""

@@ -18,6 +18,7 @@ from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
 from h2dlint.rules.tensor_with_device import TensorWithDevice
 
 # The constructs this rule looks for under capture: those of every other H2D rule.
+_NOT_CHECKED = object()
 COPY_RULES: Sequence[Type[Rule]] = (
     TensorWithDevice, AsTensorWithDevice, BlockingHostCopy, PageableNonBlocking, NewTensorOnDevice, CopyIntoDeviceBuffer
 )
@@ -28,6 +29,7 @@ class CopyUnderCapture(Rule):
     name = "copy-under-graph-capture"
     summary = "A host-to-device copy inside `torch.cuda.graph(...)` capture: an error, or a silently wrong graph."
     triggers = (("graph",),)
+    reuses_call_matches = True
 
     what_it_does = """
         Checks for any construct of HTD101-HTD105 and HTD107 (`torch.tensor(..., device=...)`,
@@ -174,7 +176,8 @@ class CopyUnderCapture(Rule):
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         for rule in self._copy_rules:
-            found = rule.check_call(call, context)
+            known = context.call_matches.get(rule.code, _NOT_CHECKED)  # the rule's own verdict, when it ran first
+            found = rule.check_call(call, context) if known is _NOT_CHECKED else known
             if found is not None:
                 return Match(
                     node=found.node,
