@@ -167,9 +167,14 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
     if is_unfilled_list(value):
         items = scope.appended(use.id)
         found = agree_all(placement_of(item, scope, depth + 1) for item in items) if items else UNKNOWN
-        return found.via(f"line {value.lineno}: `{use.id} = {short(value)}`, filled item by item")
+        return found.via(_bound(use, value, ", filled item by item"))
     found = placement_of(value, scope, depth + 1)
-    return found.via(f"line {value.lineno}: `{use.id} = {short(value)}`")
+    return found.via(_bound(use, value))
+
+
+def _bound(use: ast.Name, value: ast.expr, how: str = "") -> Callable[[], str]:
+    """The step of `explain`'s chain from `use` to the `value` bound to it, worded only where it is shown."""
+    return lambda: f"line {value.lineno}: `{use.id} = {short(value)}`{how}"
 
 
 def _one_of_bindings(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
@@ -179,7 +184,7 @@ def _one_of_bindings(use: ast.Name, scope: PlacementScope, depth: int) -> Placem
     if not values or len(values) > _MAX_CHOICES:
         return UNKNOWN
     return agree_all(
-        placement_of(value, scope, depth + _CHOICE_DEPTH).via(f"line {value.lineno}: `{use.id} = {short(value)}`")
+        placement_of(value, scope, depth + _CHOICE_DEPTH).via(_bound(use, value))
         for value in values
     )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_conventions import FROM_CALLERS
@@ -75,8 +75,7 @@ class CallerArguments:
                 continue
             scope = self.scope(self._names_for(caller, owner), owner, caller)  # type: ignore[attr-defined]
             placed = placement_of(argument, scope, depth + 1)  # type: ignore[arg-type]
-            step = f"line {call.lineno}: `{short(call.func, 32)}({short(argument, 32)}, ...)` in `{caller.name}`"
-            found.append(placed.via(step))
+            found.append(placed.via(_passed(call, argument, caller)))  # type: ignore[arg-type]
         if not found:
             return UNKNOWN
         agreed = found[0] if len(found) == 1 else agree_all(found)
@@ -139,6 +138,11 @@ class CallerArguments:
                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
         return self._top_level
+
+
+def _passed(call: ast.Call, argument: ast.expr, caller: FunctionNode) -> Callable[[], str]:
+    """The step of `explain`'s chain from a parameter to the argument a call passes, worded only where shown."""
+    return lambda: f"line {call.lineno}: `{short(call.func, 32)}({short(argument, 32)}, ...)` in `{caller.name}`"
 
 
 def _is_word(char: str) -> bool:

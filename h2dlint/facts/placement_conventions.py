@@ -64,7 +64,8 @@ class Conventions:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return UNKNOWN
         name = last_name(expr)
-        written = ast.unparse(expr)
+        configured = self.configured_host or self.configured_device
+        written = ast.unparse(expr) if configured else name  # only the project's globs see the whole expression
         # The project's globs first: they overrule the defaults; a host name (`cpu_logits`), a model output's.
         layers = (
             ((self.configured_host, CONFIGURED_HOST), (self.configured_device, CONFIGURED_DEVICE)),

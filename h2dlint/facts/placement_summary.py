@@ -16,7 +16,7 @@ other files what this one knows.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.placement import PlacementScope, placement_of
@@ -79,6 +79,7 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
         self._cycle_reads: Set[Tuple[str, str]] = set()  # summaries read while they were being worked out
         self._known_names: Dict[int, FrozenSet[str]] = {}
         self._lists: Dict[int, Dict[str, Tuple[ast.expr, ...]]] = {}
+        self._returns: Dict[int, Tuple[Optional[ast.expr], ...]] = {}  # by id of the function node
         self._types: Dict[int, Dict[str, str]] = {}  # locals of known class, by id of the function node
         self._regions = Regions(default_device(module, NameResolver.of(module_scope)), regions, source or None)
         self._imported, self._star_import = imported_names(module.body)
@@ -167,8 +168,7 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
             if value is None:
                 return UNKNOWN
             scope = self.scope(self._names_for(method, class_name), class_name, method)
-            step = f"line {line}: `self.{name} = {ast.unparse(value)[:40]}` in `{method.name}`"
-            found.append(placement_of(value, scope, depth + 1).via(step))
+            found.append(placement_of(value, scope, depth + 1).via(_assigned(name, value, line, method)))
         if None in filled:
             return UNKNOWN
         return _agreed(found + filled)  # type: ignore[operator]
@@ -257,12 +257,19 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
         return PlacementQuery("call", ast.unparse(func)) if known and root.id not in self._classes else None
 
     def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
-        values = list(returned_values(function))
+        values = self._returned_values(function)
         if not values or any(value is None for value in values):
             return UNKNOWN  # a generator, or a bare `return`
         scope = self.scope(self._names_for(function, owner), owner, function)
         step = f"returned by `{function.name}()`"
         return _agreed([placement_of(v, scope, depth + 1) for v in values if v is not None]).via(step)
+
+    def _returned_values(self, function: FunctionNode) -> Tuple[Optional[ast.expr], ...]:
+        """`returned_values` of `function`, walked for once."""
+        key = id(function)
+        if key not in self._returns:
+            self._returns[key] = tuple(returned_values(function))
+        return self._returns[key]
 
     def returned_host_device(self, expr: ast.expr, names: NameResolver, class_name: Optional[str]) -> bool:
         """Whether the device `expr` is what a function or method of this module returns (`dev = pick()`), or
@@ -275,7 +282,7 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
         if function is None:
             return False
         inner = self._names_for(function, owner)
-        for returned in returned_values(function):
+        for returned in self._returned_values(function):
             if index is not None and isinstance(returned, ast.Tuple) and index < len(returned.elts):
                 returned = returned.elts[index]
             elif index is not None:
@@ -346,7 +353,7 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
         returns: Dict[str, ExportedPlacement] = {}
         for function, owner in self._top_level_functions():
             qualname = f"{owner}.{function.name}" if owner is not None else function.name
-            values = list(returned_values(function))
+            values = self._returned_values(function)
             if values and all(isinstance(v, MAY_BE_TENSOR) for v in values):
                 key = (owner or "", "()" + function.name)
                 found = exported(self._summary(key, lambda: self._returned(function, owner, 0)))  # noqa: B023
@@ -401,6 +408,11 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
                 used.update(class_fields(self._classes[class_name]))  # a dataclass's `seq_lens_cpu: torch.Tensor`
             self._known_names[key] = frozenset(used) - mirrors_of_their_own_tensor(assignments)
         return self._known_names[key]
+
+
+def _assigned(name: str, value: ast.expr, line: int, method: FunctionNode) -> Callable[[], str]:
+    """The step of `explain`'s chain from `self.<name>` to a value assigned to it, worded only where shown."""
+    return lambda: f"line {line}: `self.{name} = {ast.unparse(value)[:40]}` in `{method.name}`"
 
 
 def _agreed(placements: List[Placement]) -> Placement:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional, Tuple
+from typing import Callable, Iterable, Optional, Tuple, Union
 
 from h2dlint.facts.summary import UNANSWERED, PlacementQuery
 
@@ -33,8 +33,12 @@ class Placement:
     # Unknown here, and known only to another file: what to ask the project index (`placement_summary`)
     pending: Optional[PlacementQuery] = None
 
-    def via(self, step: str) -> "Placement":
-        return replace(self, chain=(step, *self.chain)) if self.place is not Place.UNKNOWN else self
+    def via(self, step: Union[str, Callable[[], str]]) -> "Placement":
+        """This placement, reached through `step` (a line of `explain`'s chain; a function that words it, where
+        wording costs more than most unknown results are worth)."""
+        if self.place is Place.UNKNOWN:
+            return self
+        return replace(self, chain=(step if isinstance(step, str) else step(), *self.chain))
 
     def unpinned(self) -> "Placement":
         """The placement of a new tensor computed from this one: a host result is pageable."""
