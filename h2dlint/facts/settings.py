@@ -225,6 +225,7 @@ def _is_class_of(heuristic: Heuristic, class_name: str) -> bool:
     return matches and glob_matcher(heuristic.exceptions)(class_name) is None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a project asks of the same few names (`forward`, `__init__`) thousands of times
 def _matches_any(name: str, class_name: Optional[str], patterns: Tuple[str, ...]) -> bool:
     bare = name.lstrip("_") or name
     plain, qualified = _split_patterns(patterns)
