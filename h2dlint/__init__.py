@@ -4,9 +4,9 @@ How it is built (for contributors; README.md is for users). One core, shared by 
 imports only point down (`lint-imports` checks the contract in pyproject.toml; tests/test_layers.py runs it):
 
     facts/     one file's facts: reading and decoding (sources), the syntax gate, positions, names and
-               scopes (which names are torch), constructs and arguments, one-time guards, receiver types,
-               registrations (custom ops, compile, caches), markers, noqa comments, settings, and the
-               plain summary and heat records the walk produces
+               scopes (which names are torch), constructs and arguments, class attributes, one-time guards,
+               receiver types, registrations (custom ops, compile, caches), markers, noqa comments, settings,
+               and the plain summary and heat records the walk produces
     rules/     one module per rule: a `Rule` class with its documentation and its own VALID/INVALID
                examples (which are its tests); the rewrite every fix shares and the helper import
     checker/   the single `ast` walk per file (walk: frames and regions; collector: what it records),

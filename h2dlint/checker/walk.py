@@ -26,7 +26,7 @@ from typing import (
 )
 
 from h2dlint.facts.allowed_syncs import sync_allowed_region
-from h2dlint.facts.constructs import accelerator_attributes, host_default_attributes
+from h2dlint.facts.class_attributes import accelerator_attributes, host_default_attributes
 from h2dlint.facts.guards import (
     cached_build_guard,
     flag_branch,
