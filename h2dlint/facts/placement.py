@@ -351,6 +351,8 @@ def _placed_by_device(call: ast.Call, scope: PlacementScope, depth: int) -> Opti
     of = tensor_device(device, scope.names.value_at)
     if of is not None:  # `device=ids.device`, or `dev = ids.device` then `device=dev`: where `ids` is
         beside = placement_of(of.value, scope, depth + 1)
+        if beside is EITHER:  # `ids` is built on a device that may be the CPU: so is this
+            return EITHER
         if beside.place is not Place.UNKNOWN:
             where = f"is built where `{short(of.value)}` is (`device={short(device)}`) at line {call.lineno}"
             place = Place.DEVICE if beside.place is Place.DEVICE else pinned
