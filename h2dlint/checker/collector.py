@@ -210,7 +210,6 @@ class _Collector(Walk):
                 self._record_site(rule, found)
             if self.context.asked:
                 self._record_pending(rule, check, node, found)
-                self.context.call_matches = matches
             else:
                 matches[rule.code] = found
         self.context.call_matches = {}
@@ -249,7 +248,7 @@ class _Collector(Walk):
     ) -> Tuple[Tuple[PlacedVariant, ...], Optional[Match]]:
         """What the rule reports at `node` for each answer to `query`, and its first match (None: none)."""
         placements = self.context.placements
-        self.context.call_matches = {}  # each verdict is worked out again under the assumed answer
+        matches, self.context.call_matches = self.context.call_matches, {}  # each verdict worked out again
         variants, first = [], None
         for place in _ANSWERS:
             answer = UNKNOWN if place is Place.UNKNOWN else Placement(place, PENDING_EVIDENCE)
@@ -261,6 +260,7 @@ class _Collector(Walk):
                                               match.placement))
                 first = first or match
         placements.assume(None)  # type: ignore[union-attr]
+        self.context.call_matches = matches  # the verdicts at this call under no assumption
         return tuple(variants), first
 
     def _record_site(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
-from h2dlint.facts.bindings import function_bindings
+from h2dlint.facts.bindings import function_bindings, parameter_defaults
 from h2dlint.facts.constructs import LocalValue, is_device_construct, is_host_device
 from h2dlint.facts.scopes import NameResolver
 
@@ -16,7 +16,7 @@ def host_default_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet
     """The attributes every assignment in the methods of `cls` sets from a parameter of that method that
     defaults to the host (`self.device = device`, `self._device = torch.device(device)`)."""
     methods = [node for node in cls.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    if not any(is_host_device(default, names) for method in methods for default in _written_defaults(method)):
+    if not any(is_host_device(default, names) for method in methods for _, default in parameter_defaults(method.args)):
         return frozenset()  # nearly every class: no parameter defaults to the host, so no walk of its methods
     from_host_default: Dict[str, bool] = {}
     for method in methods:
@@ -29,12 +29,6 @@ def host_default_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet
                     is_host = default is not None and is_host_device(default, names)
                     from_host_default[attribute] = from_host_default.get(attribute, True) and is_host
     return frozenset(attribute for attribute, always in from_host_default.items() if always)
-
-
-def _written_defaults(function: "ast.FunctionDef | ast.AsyncFunctionDef") -> List[ast.expr]:
-    """The default values written in `function`'s signature."""
-    arguments = function.args
-    return [*arguments.defaults, *(default for default in arguments.kw_defaults if default is not None)]
 
 
 def _device_parameter(value: Optional[ast.expr], names: NameResolver) -> Optional[str]:

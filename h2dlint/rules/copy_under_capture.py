@@ -18,10 +18,10 @@ from h2dlint.rules.pageable_non_blocking import PageableNonBlocking
 from h2dlint.rules.tensor_with_device import TensorWithDevice
 
 # The constructs this rule looks for under capture: those of every other H2D rule.
-_NOT_CHECKED = object()
 COPY_RULES: Sequence[Type[Rule]] = (
     TensorWithDevice, AsTensorWithDevice, BlockingHostCopy, PageableNonBlocking, NewTensorOnDevice, CopyIntoDeviceBuffer
 )
+_NOT_CHECKED = object()  # a copy rule with no verdict in `Context.call_matches` at this call
 
 
 class CopyUnderCapture(Rule):
