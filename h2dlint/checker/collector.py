@@ -317,6 +317,7 @@ class _Collector(Walk):
             line=node.lineno,
             loop_line=loops[-1][1] if loops else None,
             loop_over_requests=bool(loops) and loops[-1][0] is LoopKind.REQUESTS,
+            in_service_loop=bool(loops) and loops[-1][0] is LoopKind.SERVICE,
             one_time=self.context.one_time,
             per_miss=self.context.per_miss,
             multimodal_branch=self.context.multimodal_branch,

@@ -38,7 +38,7 @@ from h2dlint.facts.guards import (
     returns_unless_flag,
     tested_value,
 )
-from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests
+from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests, runs_until_stopped
 from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
 from h2dlint.facts.multimodal_branches import tests_multimodal_presence
 from h2dlint.facts.placement_conventions import conventions_from, mirror_names
@@ -77,6 +77,7 @@ class Walk:
         self._settings = settings
         self._multimodal_branches = settings.multimodal_branches_per_request()
         self._request_loop_names = settings.request_loop_names()
+        self._service_loop_names = settings.service_loop_names()
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
         self.context = Context(self._names)
@@ -265,7 +266,8 @@ class Walk:
 
     def _visit_while(self, node: ast.While) -> None:
         loops = self._frames[-1].loops
-        loops.append((LoopKind.LOOP, node.lineno))
+        service = runs_until_stopped(node, self._service_loop_names)
+        loops.append((LoopKind.SERVICE if service else LoopKind.LOOP, node.lineno))
         self._check_test(node.test)  # the test runs once per iteration too
         self._visit_all([node.test, *node.body])
         loops.pop()

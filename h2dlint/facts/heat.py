@@ -50,6 +50,9 @@ class Heat:
     # The root runs where a serving engine takes a request in, in its tokenizer or input-processing process
     # (`cold-sync-on-request-arrival`): on host tensors, and away from the step loop, so the D2H rules are quiet.
     on_arrival: bool = False
+    # Hot only because code that is not known to be hot calls it in a loop (`hot-called-in-loop`): such a loop
+    # may be a setup or debug pass, so the D2H rules treat this heat as unknown, as they do a loop alone.
+    loop_alone: bool = False
 
     @property
     def reason(self) -> str:
@@ -66,7 +69,7 @@ class Heat:
         chain = (caller,) + self.chain
         return Heat(
             True, self.origin, self.tag, chain, self.module, self.level, heuristic=self.heuristic,
-            loop_level=self.loop_level, on_arrival=self.on_arrival,
+            loop_level=self.loop_level, on_arrival=self.on_arrival, loop_alone=self.loop_alone,
         )
 
 
@@ -129,7 +132,7 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
 def site_heuristic(site: Site, owner: Optional[Heat]) -> Optional[str]:
     """The id of the heuristic that makes a hot `site` hot: the loop around it, else its function's root."""
     if site.loop is not None:
-        return "hot-in-loop"
+        return "hot-service-loop" if site.loop[0] is LoopKind.SERVICE else "hot-in-loop"
     return owner.heuristic if owner is not None and owner.hot else None
 
 

@@ -326,6 +326,15 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
         ),
     ),
     Heuristic(
+        "hot-service-loop", _HOT, Group.LOOP,
+        "a `while` loop that runs until the process stops (`while True:`, `while not self._stop_event.is_set():`)"
+        " is a scheduler's event loop or a background worker's: what it calls runs continuously, per step, even "
+        "where nothing names the function around it (a loop over layers or pages says less: `hot-called-in-loop`)",
+        # Matched against the last name of the loop's test (`not self._stop_event.is_set()`: `_stop_event`).
+        ("*stop*", "*shutdown*", "*exit*", "*terminat*", "*running*", "*alive*"),
+        evidence=("sglang managers/overlap_utils.py:628", "sglang multimodal/transport/memory_pool.py:314"),
+    ),
+    Heuristic(
         "one-time-fixed-iteration", _ONCE, Group.LOOP,
         "a loop over a literal tuple or a table of constants repeats written steps, not data: setup walks "
         "grids of sizes this way",

@@ -85,3 +85,36 @@ def _iterated_names(iterable: ast.expr) -> Iterator[str]:
         name = last_name(iterable)
         if name:
             yield name
+
+
+def runs_until_stopped(loop: ast.While, stop_names: Sequence[str]) -> bool:
+    """Whether a `while` loop runs until the process stops (`hot-service-loop`): `while True:` (`while 1:`), or
+    a test on a stop or run flag alone (`while not self._stop_event.is_set():`, `while self._running:`), whose
+    last name matches one of `stop_names`; and no statement of its body leaves it on the first pass (a retry
+    loop: `while True: try: connect(); break`). A loop that counts down or polls data has a test of its own."""
+    if not stop_names or _leaves_on_first_pass(loop.body):
+        return False
+    test = loop.test
+    if isinstance(test, ast.Constant):
+        return test.value is True or test.value == 1
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        test = test.func  # `is_set()`, `is_running()`
+    name = last_name(test)
+    if isinstance(test, ast.Attribute) and test.attr in _FLAG_METHODS:
+        name = last_name(test.value) or name
+    return bool(name) and glob_matcher(tuple(stop_names))(name) is not None
+
+
+_FLAG_METHODS = frozenset({"is_set", "is_alive"})
+
+
+def _leaves_on_first_pass(body: Sequence[ast.stmt]) -> bool:
+    """A `break` or `return` that every pass reaches: in the body itself or in the body of a `try` in it."""
+    for statement in body:
+        if isinstance(statement, (ast.Break, ast.Return)):
+            return True
+        if isinstance(statement, ast.Try) and _leaves_on_first_pass(statement.body):
+            return True
+    return False

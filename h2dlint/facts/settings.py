@@ -36,6 +36,7 @@ NameTable = Tuple[Tuple[str, str], ...]  # (glob, the id of the heuristic it bel
 
 PER_REQUEST_LOOP = BY_ID["hot-per-request-loop"]
 PER_REQUEST_LOOP_OVER_REQUESTS = BY_ID["hot-per-request-loop-over-requests"]
+SERVICE_LOOP = BY_ID["hot-service-loop"]
 
 # Entry points that run once per request, not per step: a hot name matching one of these is per-request.
 # The loops inside them (a pipeline's denoising loop) are per step all the same (see `facts.heat.site_level`).
@@ -184,6 +185,10 @@ class Settings:
         """The globs of the names that make a loop one over requests (`hot-per-request-loop-over-requests`);
         none unless serving's level heuristics apply, as a trainer has no requests."""
         return PER_REQUEST_LOOP_OVER_REQUESTS.patterns if self._serving_level(PER_REQUEST_LOOP_OVER_REQUESTS.id) else ()
+
+    def service_loop_names(self) -> Tuple[str, ...]:
+        """The globs of the stop and run flags that make a `while` loop a service loop (`hot-service-loop`)."""
+        return SERVICE_LOOP.patterns if self.enabled(SERVICE_LOOP.id) else ()
 
     def multimodal_branches_per_request(self) -> bool:
         """Whether a branch taken only with images, audio or video runs per request

@@ -27,6 +27,7 @@ class LoopKind(Enum):
 
     LOOP = "loop"  # `for` and `while`
     REQUESTS = "loop over requests"  # `for req in batch.reqs:` (`hot-per-request-loop-over-requests`)
+    SERVICE = "service loop"  # `while True:`, `while not self._stop.is_set():` (`hot-service-loop`)
     COMPREHENSION = "comprehension"  # the element and filters of a comprehension or generator
 
 
@@ -126,6 +127,7 @@ class CallRef:
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     loop_over_requests: bool = False  # that loop goes over requests (`facts.iteration.iterates_requests`)
+    in_service_loop: bool = False  # that loop runs until the process stops (`facts.iteration.runs_until_stopped`)
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     # The id of the one-time guard around the call (`if self._x is None:`: `one-time-guard-none`), if any:
     # such a call spreads no heat

@@ -61,6 +61,7 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
     _spread_cold_to_callees(graph, heat, settings)
     named, loops = _hot_roots(graph, settings, heat)
     _spread_roots(graph, heat, named, named + loops)
+    _known_without_lone_loops(graph, heat, named, loops)
     return heat
 
 
@@ -84,12 +85,14 @@ def _per_request_call_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tup
         misses, branches = graph.miss_callees(caller), graph.branch_callees(caller)
         if misses:
             origin = f"called on each cache miss in `{HERE}{caller[1]}`"
-            root = Heat(True, origin, "on each cache miss", module=caller[0], level=PER_REQUEST)
+            root = Heat(True, origin, "on each cache miss", module=caller[0], level=PER_REQUEST,
+                        loop_alone=found.loop_alone)
             roots.extend((callee, root) for callee in misses)
         if branches:
             origin = f"called only with images, audio or video in `{HERE}{caller[1]}`"
             root = Heat(True, origin, "with images, audio or video", module=caller[0], level=PER_REQUEST,
-                        heuristic="hot-per-request-multimodal-branch", loop_level=PER_REQUEST)
+                        heuristic="hot-per-request-multimodal-branch", loop_level=PER_REQUEST,
+                        loop_alone=found.loop_alone)
             roots.extend((callee, root) for callee in branches)
     return roots
 
@@ -242,7 +245,7 @@ def _class_name(function: FunctionInfo) -> Optional[str]:
 def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> Tuple[_Roots, _Roots]:
     """Functions hot for a reason of their own, and the functions called in loops. A loop in a per-step root
     adds nothing (what it calls is called from that root); a loop in a per-request root repeats as often as
-    the root says its loops do (`Heat.loop_level`)."""
+    the root says its loops do (`Heat.loop_level`). A loop in code that no named root reaches is `loop_alone`."""
     on_miss = _only_called_on_a_miss(graph)
     named = [(key, root) for key, root in _named_roots(graph, settings) if key not in cold and key not in on_miss]
     # As heat is given out in this order: a loop in a function already hot per step adds nothing.
@@ -255,17 +258,20 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
     loops: List[Tuple[Key, Heat]] = []
     if not settings.enabled("hot-called-in-loop"):
         return named, loops
-    reached = _reached_per_request(graph, cold, named)
+    reached = _reached_by(graph, cold, named)
     for module, call, targets in graph.loop_calls():
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
         caller = (module, call.caller)
         if call.loop_over_requests:
             root = loop_root(module, call, PER_REQUEST)
-        elif caller in loop_levels or caller not in reached:
-            root = loop_root(module, call, loop_levels.get(caller, PER_STEP))
-        else:
+        elif caller in loop_levels:
+            root = loop_root(module, call, loop_levels[caller])
+        elif caller in reached and reached[caller].loop_level == PER_REQUEST:
             root = loop_root(module, call, PER_REQUEST, f" ({reached[caller].tag})")
+        else:
+            alone = caller not in reached and not call.in_service_loop
+            root = replace(loop_root(module, call), loop_alone=alone)
         targets = [callee for callee in targets if callee not in entry_points]
         root = replace(root, on_arrival=True) if caller in on_arrival else root
         loops.extend((callee, root) for callee in targets)
@@ -273,14 +279,25 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
     return named, loops
 
 
-def _reached_per_request(graph: CallGraph, cold: Dict[Key, Heat], named: _Roots) -> Dict[Key, Heat]:
-    """The functions whose loops repeat per request, as far as the `named` roots alone tell: those that only
-    per-request code reaches, such as a processor's `tokenize_with_images` (`hot-per-request-loop`). Their
-    loops go over one request's items; without this, a call in such a loop would claim per step. A function
-    that no named root reaches keeps its loops per step."""
+def _reached_by(graph: CallGraph, cold: Dict[Key, Heat], roots: _Roots) -> Dict[Key, Heat]:
+    """The functions that `roots` alone make hot, with the heat they give. Those that only per-request code
+    reaches, such as a processor's `tokenize_with_images` (`hot-per-request-loop`), loop over one request's
+    items: without this, a call in such a loop would claim per step."""
     trial = dict(cold)
-    _spread_roots(graph, trial, named, named)
-    return {key: found for key, found in trial.items() if found.hot and found.loop_level == PER_REQUEST}
+    _spread_roots(graph, trial, roots, roots)
+    return {key: found for key, found in trial.items() if found.hot}
+
+
+def _known_without_lone_loops(graph: CallGraph, heat: Dict[Key, Heat], named: _Roots, loops: _Roots) -> None:
+    """Clear `loop_alone` from the heat of functions that named roots, or loops in code they reach, make hot
+    too: their heat is known, whichever chain `heat` shows (per-step chains are given out first)."""
+    if not any(root.loop_alone for _, root in loops):
+        return
+    cold = {key: found for key, found in heat.items() if not found.hot}
+    known = _reached_by(graph, cold, named + [(key, root) for key, root in loops if not root.loop_alone])
+    for key, found in heat.items():
+        if found.loop_alone and key in known:
+            heat[key] = replace(found, loop_alone=False)
 
 
 def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
@@ -374,7 +391,15 @@ def loop_root(module: str, call: CallRef, level: str = PER_STEP, how_often: str 
     """The heat a call in a loop gives the functions it reaches; `level` is how often the caller's loops
     repeat, and `how_often` says so where the caller's name does not ("(per request)")."""
     where = "module level" if call.caller == MODULE else f"`{HERE}{call.caller}`"
-    kind = LoopKind.REQUESTS if call.loop_over_requests else LoopKind.LOOP
+    kind, heuristic = _loop_kind(call)
     loop = f"in a {kind.value} at line {call.loop_line} of {where}{how_often}"
-    heuristic = "hot-per-request-loop-over-requests" if call.loop_over_requests else "hot-called-in-loop"
     return Heat(True, f"called {loop}", loop, module=module, level=level, heuristic=heuristic, loop_level=level)
+
+
+def _loop_kind(call: CallRef) -> Tuple[LoopKind, str]:
+    """The kind of loop a call is made in, and the heuristic that makes what it calls hot."""
+    if call.loop_over_requests:
+        return LoopKind.REQUESTS, "hot-per-request-loop-over-requests"
+    if call.in_service_loop:
+        return LoopKind.SERVICE, "hot-service-loop"
+    return LoopKind.LOOP, "hot-called-in-loop"

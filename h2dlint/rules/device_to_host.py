@@ -16,7 +16,7 @@ from h2dlint.facts.arguments import keyword_value, positional_args
 from h2dlint.facts.heat import Heat, site_cold_reason
 from h2dlint.facts.placement_values import Place, Placement, clause, explanation
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.summary import Site
+from h2dlint.facts.summary import LoopKind, Site
 from h2dlint.facts.syntax import dotted_name
 from h2dlint.facts.tensor_ops import TENSOR_FUNCTIONS, TENSOR_METHODS
 from h2dlint.rules.base import Match, Rule
@@ -156,7 +156,9 @@ KNOWN_D2H_LOOPS = """
     A read in a loop is reported only where the function around the loop is known to run per step or per
     request (by its name, a marker, its callers or a traced run). A loop alone, which makes a host-to-device copy
     hot (`hot-in-loop`), does not: loops over layers, pages or ranks in setup and debug checks read device
-    tensors too. Name such a function in `extend-hot-functions` when it does run per step.
+    tensors too. The same holds one call away: a function called in a loop (`hot-called-in-loop`) of code
+    not known to be hot is not hot for these rules. Name such a function in `extend-hot-functions` when it
+    does run per step.
     """
 D2H_OPTIONS = ("sync-allowed-contexts", "accelerator-tensors", "host-tensors", "extend-hot-functions",
                "extend-cold-functions")
@@ -169,6 +171,7 @@ D2H_REFERENCES = ("sync-debug-mode", "cuda-sync", "hotness")
 # ones (`benchmarks/d2h_labels.tsv`, `d2h_finding_labels.tsv`), and 6 of those are setup, debug checks or dead
 # code; 2 are per-step syncs in functions that the call graph does not reach.
 LOOP_IN_UNKNOWN_CODE = "it is in a loop, but the code around it is not known to run per step or per request"
+CALLED_IN_UNKNOWN_LOOP = "it is {reason}, but the code around that loop is not known to run per step or per request"
 ON_ARRIVAL = (
     "the code around it runs only as a request arrives, on host tensors in the tokenizer's process "
     "(`cold-sync-on-request-arrival`)"
@@ -193,7 +196,7 @@ class DeviceToHostRule(Rule):
     @classmethod
     def unreported_reason(cls, site: Site, owner: Optional[Heat]) -> str:
         if _hot_by_loop_alone(site, owner) and site_cold_reason(site) is None:
-            return LOOP_IN_UNKNOWN_CODE
+            return LOOP_IN_UNKNOWN_CODE if owner is None else CALLED_IN_UNKNOWN_LOOP.format(reason=owner.reason)
         return super().unreported_reason(site, owner)
 
     @classmethod
@@ -203,6 +206,8 @@ class DeviceToHostRule(Rule):
 
 
 def _hot_by_loop_alone(site: Site, owner: Optional[Heat]) -> bool:
-    """Whether only the loop around `site` would make it hot: its function's heat is not known
-    (`LOOP_IN_UNKNOWN_CODE`)."""
-    return site.loop is not None and owner is None
+    """Whether only a loop would make `site` hot: the loop around it, in a function whose heat is not known, or
+    the loop its function is called in, in code not known to be hot (`LOOP_IN_UNKNOWN_CODE`)."""
+    if owner is not None:
+        return owner.hot and owner.loop_alone
+    return site.loop is not None and site.loop[0] is not LoopKind.SERVICE
