@@ -26,7 +26,8 @@ the expression back through what this file shows:
 - naming conventions (`placement_conventions`): `*_cpu`, `*_gpu`, `logits`, a tensor with a `<name>_cpu` sibling.
 
 Evidence that conflicts (a name that says host for a tensor moved to the device, or tested to be on it by
-`if x_cpu.is_cuda:`) gives UNKNOWN; so does anything not followed. `None`, as one alternative of several
+`if x_cpu.is_cuda:`), and alternatives that disagree, give `DISPUTED`: unknown, and so is what is computed from
+it, which no name then overrules. Anything not followed gives UNKNOWN. `None`, as one alternative of several
 (`t.cpu() if c else None`), is no tensor: the others decide. Rules report only known placements. The values
 and their wording are in `placement_values`.
 """
@@ -43,7 +44,7 @@ from h2dlint.facts.arguments import (
 from h2dlint.facts.constructs import device_copy, is_host_device, is_pinned, looks_like_dtype, may_be_host_device
 from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import (
-    CYCLE, EITHER, EMPTY, NO_TENSOR, UNKNOWN, Place, Placement, agree, agree_all, short,
+    CYCLE, DISPUTED, EITHER, EMPTY, NO_TENSOR, UNKNOWN, Place, Placement, agree, agree_all, short,
 )
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import attribute_looked_up, last_name
@@ -105,7 +106,7 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
         if tested is not None:  # `if seq_lens_cpu.is_cuda:` guards against a misuse the name rules out: unknown
             return agree(tested, scope.convention(expr))
     found = _provenance(expr, scope, depth)
-    if not isinstance(expr, (ast.Name, ast.Attribute)) or found is EITHER:
+    if not isinstance(expr, (ast.Name, ast.Attribute)) or found is EITHER or found is DISPUTED:
         return found  # `x[i]`: `x`'s name was weighed already, against its own provenance
     named = scope.convention(expr)
     return agree(found, named) if named.place is not Place.UNKNOWN else found

@@ -57,25 +57,28 @@ EMPTY = Placement(Place.UNKNOWN, "has no elements")
 # A tensor moved to, or built on, a device that may be the CPU (`device = "cpu"` in one branch): configuration
 # decides, so a name that says where it lives (`tensor` beside a `tensor_cpu`) is overruled, not believed.
 EITHER = Placement(Place.UNKNOWN, "is on a device that may be the CPU")
+# Evidence that disagrees (`prefix_lens = torch.tensor(...)`, built on the host, beside a `prefix_lens_cpu` that
+# makes it the device copy by name): unknown, and what is computed from it too, so no name overrules it either.
+DISPUTED = Placement(Place.UNKNOWN, "has evidence that disagrees")
 # `None`, as one alternative of several (`t.cpu() if c else None`, `x = None` then `if c: x = t.cpu()`): no tensor
 # at all, so a tensor operation on the value sees only the others, and a choice skips it.
 NO_TENSOR = Placement(Place.UNKNOWN, "is None")
 
 
 def agree(first: Placement, second: Placement) -> Placement:
-    """One placement from two pieces of evidence: unknown when one says host and the other device."""
+    """One placement from two pieces of evidence: `DISPUTED` when one says host and the other device."""
     if first.place is Place.UNKNOWN:
         return second
     if second.place is Place.UNKNOWN or first.place is second.place:
         return first
     if first.place.on_host and second.place.on_host:
         return first if first.place is not Place.HOST else second  # the one that knows the memory
-    return UNKNOWN
+    return DISPUTED
 
 
 def agree_all(placements: Iterable[Placement]) -> Placement:
     """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
-    for every one, or UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory
+    for every one, or UNKNOWN (also for none; `DISPUTED` where one alternative is). Host alternatives whose memory differs give the host, memory
     unknown: one may be pinned. An alternative that is the value itself (`CYCLE`), has no elements (`EMPTY`)
     or is `None` (`NO_TENSOR`) is skipped. Alternatives that wait on the same question to another file
     (`pending`) and no unknown one give that question: the project's answer decides, and the choice is worked
@@ -89,6 +92,8 @@ def agree_all(placements: Iterable[Placement]) -> Placement:
             continue
         if placement is EMPTY or placement is NO_TENSOR:
             continue
+        if placement is DISPUTED:
+            return DISPUTED
         if placement.place is Place.UNKNOWN:
             if placement.pending is None or (waiting is not None and waiting.pending != placement.pending):
                 return UNKNOWN
@@ -99,7 +104,7 @@ def agree_all(placements: Iterable[Placement]) -> Placement:
         elif result.place.on_host and placement.place.on_host:
             result = replace(result, place=Place.HOST)
         else:
-            return UNKNOWN
+            return DISPUTED
     if waiting is not None:
         return waiting
     return result if result is not None else (CYCLE if cycle else UNKNOWN)
