@@ -78,8 +78,9 @@ def agree(first: Placement, second: Placement) -> Placement:
 
 def agree_all(placements: Iterable[Placement]) -> Placement:
     """Where a value that is one of several alternatives (branches, assignments, items) lives: the same side
-    for every one, or UNKNOWN (also for none; `DISPUTED` where one alternative is). Host alternatives whose memory differs give the host, memory
-    unknown: one may be pinned. An alternative that is the value itself (`CYCLE`), has no elements (`EMPTY`)
+    for every one; `DISPUTED` where one alternative is, or where one says host and another device; else
+    UNKNOWN (also for none). Host alternatives whose memory differs give the host, memory unknown: one may be
+    pinned. An alternative that is the value itself (`CYCLE`), has no elements (`EMPTY`)
     or is `None` (`NO_TENSOR`) is skipped. Alternatives that wait on the same question to another file
     (`pending`) and no unknown one give that question: the project's answer decides, and the choice is worked
     out again under it."""

@@ -61,7 +61,7 @@ def propagate(graph: CallGraph, settings: Settings) -> Dict[Key, Heat]:
     _spread_cold_to_callees(graph, heat, settings)
     named, loops = _hot_roots(graph, settings, heat)
     _spread_roots(graph, heat, named, named + loops)
-    _known_without_lone_loops(graph, heat, named, loops)
+    _known_without_lone_loops(graph, heat, loops)
     return heat
 
 
@@ -288,16 +288,29 @@ def _reached_by(graph: CallGraph, cold: Dict[Key, Heat], roots: _Roots) -> Dict[
     return {key: found for key, found in trial.items() if found.hot}
 
 
-def _known_without_lone_loops(graph: CallGraph, heat: Dict[Key, Heat], named: _Roots, loops: _Roots) -> None:
-    """Clear `loop_alone` from the heat of functions that named roots, or loops in code they reach, make hot
-    too: their heat is known, whichever chain `heat` shows (per-step chains are given out first)."""
+def _known_without_lone_loops(graph: CallGraph, heat: Dict[Key, Heat], loops: _Roots) -> None:
+    """Clear `loop_alone` from the heat of what a loop of known code calls, and of whatever heat not so marked
+    reaches (through calls, and calls made on a memo's miss or only with images): that heat is known, whichever
+    chain `heat` shows (per-step chains are given out first). The marked heat is spread already, so this walks
+    from what is known instead of spreading the roots again."""
     if not any(root.loop_alone for _, root in loops):
         return
-    cold = {key: found for key, found in heat.items() if not found.hot}
-    known = _reached_by(graph, cold, named + [(key, root) for key, root in loops if not root.loop_alone])
-    for key, found in heat.items():
-        if found.loop_alone and key in known:
-            heat[key] = replace(found, loop_alone=False)
+    queue: Deque[Key] = deque(key for key, found in heat.items() if found.hot and not found.loop_alone)
+    queue.extend(key for key, root in loops if not root.loop_alone and _clear_mark(heat, key))
+    while queue:
+        caller = queue.popleft()
+        for callee in (*graph.callees(caller), *graph.miss_callees(caller), *graph.branch_callees(caller)):
+            if _clear_mark(heat, callee):
+                queue.append(callee)
+
+
+def _clear_mark(heat: Dict[Key, Heat], key: Key) -> bool:
+    """Clear the `loop_alone` mark of `key`'s heat; whether it had one."""
+    found = heat.get(key)
+    if found is None or not found.loop_alone:
+        return False
+    heat[key] = replace(found, loop_alone=False)
+    return True
 
 
 def _only_called_on_a_miss(graph: CallGraph) -> AbstractSet[Key]:
