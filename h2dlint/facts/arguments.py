@@ -33,6 +33,12 @@ def positional_args(call: ast.Call) -> List[ast.expr]:
     return found
 
 
+def argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
+    """The argument at `position` among the positional ones, else the `keyword` one, else None."""
+    positional = positional_args(call)
+    return positional[position] if len(positional) > position else keyword_value(call, keyword)
+
+
 def has_star_args(call: ast.Call) -> bool:
     return any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords)
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional
 
-from h2dlint.facts.arguments import keyword_value, positional_args
+from h2dlint.facts.arguments import argument, keyword_value, positional_args
 from h2dlint.rules.base import Invalid, Match, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.device_to_host import (
     DeviceToHostRule,
     WHY_D2H,
-    argument,
     device_operand,
     sync_match,
 )

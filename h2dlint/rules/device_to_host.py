@@ -12,7 +12,6 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from h2dlint.facts.arguments import keyword_value, positional_args
 from h2dlint.facts.heat import Heat, site_cold_reason
 from h2dlint.facts.placement_values import Place, Placement, clause, explanation
 from h2dlint.facts.scopes import NameResolver
@@ -90,12 +89,6 @@ def _is_kernel_decorator(decorator: ast.expr) -> bool:
     written = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
     parts = written.split(".")
     return parts[0] in KERNEL_DECORATOR_ROOTS or (len(parts) == 1 and parts[0] in KERNEL_DECORATOR_NAMES)
-
-
-def argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
-    """The argument at `position` among the positional ones, else the `keyword` one, else None."""
-    positional = positional_args(call)
-    return positional[position] if len(positional) > position else keyword_value(call, keyword)
 
 
 def sync_match(node: ast.AST, what: str, operand: DeviceOperand, remedy: str, effect: str = "") -> Match:

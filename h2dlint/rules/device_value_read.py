@@ -1,18 +1,17 @@
-"""HTD201: a device tensor's value read into Python (`.item()`, `.tolist()`, `int(t)`, a slice bound, a
-`range`/`arange` bound, a `fill_value`), in hot code."""
+"""HTD201: a device tensor's value read into Python (`.item()`, `.tolist()`, `int(t)`, and the places where PyTorch
+takes a number: `facts.number_arguments`), in hot code."""
 
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Optional, Tuple
+from typing import Optional
 
-from h2dlint.facts.arguments import keyword_value, positional_args
+from h2dlint.facts.number_arguments import number_arguments, slice_bounds
 from h2dlint.rules.base import Invalid, Match, Valid
 from h2dlint.rules.context import Context, NodeKind
 from h2dlint.rules.device_to_host import (
     DEFER_REMEDY,
     DeviceToHostRule,
-    argument,
     device_operand,
     sync_match,
 )
@@ -21,10 +20,6 @@ HOST_NUMBER_REMEDY = (
     "keep the number on the host where it is computed (a host mirror, a Python counter), or " + DEFER_REMEDY
 )
 _READ_METHODS = ("item", "tolist")
-_NUMBER_BUILTINS = ("int", "float", "complex")
-# torch factories whose arguments are Python numbers (a 0-dim tensor is read with `.item()`), by argument name.
-_BOUND_FACTORIES = {"torch.arange": ("start", "end", "step"), "torch.linspace": ("start", "end", "steps")}
-_FILL_FACTORIES = {"torch.full": 1, "torch.full_like": 1}  # the position of `fill_value`
 
 # A class that keeps the host mirror of its field, for the examples that read the field.
 _METADATA_WITH_MIRROR = """
@@ -50,7 +45,9 @@ class DeviceValueRead(DeviceToHostRule):
         - `t.item()` and `t.tolist()`;
         - `int(t)`, `float(t)` and `complex(t)`;
         - a slice bound (`x[:n]`, `x[a:b] = v`), a `range(n)` bound, a `torch.arange`/`torch.linspace` bound;
-        - the fill value of `torch.full(size, t)`, `torch.full_like(x, t)` and `x.new_full(size, t)`.
+        - the fill value of `torch.full(size, t)`, `torch.full_like(x, t)` and `x.new_full(size, t)`;
+        - a size: of `torch.zeros(n, d)` and the other factories, of `x.new_zeros(n)` and its kin, of
+          `x.view(n, -1)`, `x.reshape`, `x.expand` and `x.repeat`, and the start and length of `x.narrow`.
 
         The tensor must be known to be on the device (see Known problems). `bool(t)` and conditions are HTD204's,
         `.cpu()` is HTD205's.
@@ -196,6 +193,15 @@ class DeviceValueRead(DeviceToHostRule):
 
             def forward(dev):
                 return torch.ones(4, device=dev).sum().item()  # noqa: HTD201
+            """),
+        # Sizes read from a shape are host numbers, and so is `numel()`: only a tensor is read from the device.
+        Valid("""
+            import torch
+
+            def forward(d, dev):
+                x = torch.zeros(4, d, device=dev)
+                rows = torch.empty((x.shape[0], x.size(1)), device=dev)
+                return rows.view(x.shape), x.new_zeros(x.numel()), x.narrow(0, 0, x.shape[0] - 1)
             """),
         # `fill_(t)` and `masked_fill` with a number take no number from the device.
         Valid("""
@@ -381,50 +387,39 @@ class DeviceValueRead(DeviceToHostRule):
             """,
             reason="the fill value from a device tensor",
         ),
+        Invalid(
+            """
+            import torch
+
+            def forward(hidden, dev):
+                total = torch.ones(4, dtype=torch.int64, device=dev).sum()
+                return hidden.new_zeros((total, hidden.shape[1]))  # HTD201
+            """,
+            reason="a size from a device tensor",
+        ),
     )
 
     def check_call(self, call: ast.Call, context: Context) -> Optional[Match]:
         func = call.func
         qualified = context.names.qualify(func)
-        if qualified is None and isinstance(func, ast.Attribute):
-            if func.attr in _READ_METHODS and not call.args and not call.keywords:
-                return self._read(call, func.value, f"`.{func.attr}()` of a device tensor", context, False)
-            if func.attr == "new_full":
-                return self._read(call, argument(call, 1, "fill_value"), "the fill value from a device tensor",
-                                  context)
-            return None
-        if qualified is None:
-            return self._builtin(call, context)
-        if qualified in _BOUND_FACTORIES:
-            bounds = [*positional_args(call), *(keyword_value(call, k) for k in _BOUND_FACTORIES[qualified])]
-            return self._first(call, bounds, f"a `{qualified}` bound from a device tensor", context)
-        if qualified in _FILL_FACTORIES:
-            fill = argument(call, _FILL_FACTORIES[qualified], "fill_value")
-            return self._read(call, fill, "the fill value from a device tensor", context)
-        return None
-
-    def _builtin(self, call: ast.Call, context: Context) -> Optional[Match]:
-        if not isinstance(call.func, ast.Name) or call.keywords:
-            return None
-        name = call.func.id
-        if name in _NUMBER_BUILTINS and len(call.args) == 1:
-            return self._read(call, call.args[0], f"`{name}(...)` of a device tensor", context)
-        if name == "range":
-            return self._first(call, call.args, "a `range` bound from a device tensor", context)
-        return None
-
-    def check_subscript(self, subscript: ast.Subscript, context: Context) -> Optional[Match]:
-        bounds = list(_slice_bounds(subscript.slice))
-        return self._first(subscript, bounds, "a slice bound from a device tensor", context) if bounds else None
-
-    check_subscript_target = check_subscript
-
-    def _first(self, node: ast.AST, operands: List[Optional[ast.expr]], what: str, context: Context) -> Optional[Match]:
-        for operand in operands:
-            found = self._read(node, operand, what, context)
+        if qualified is None and isinstance(func, ast.Attribute) and func.attr in _READ_METHODS:
+            if call.args or call.keywords:
+                return None
+            return self._read(call, func.value, f"`.{func.attr}()` of a device tensor", context, False)
+        for operand, what in number_arguments(call, qualified):
+            found = self._read(call, operand, what, context)
             if found is not None:
                 return found
         return None
+
+    def check_subscript(self, subscript: ast.Subscript, context: Context) -> Optional[Match]:
+        for bound in slice_bounds(subscript.slice):
+            found = self._read(subscript, bound, "a slice bound from a device tensor", context)
+            if found is not None:
+                return found
+        return None
+
+    check_subscript_target = check_subscript
 
     def _read(
         self, node: ast.AST, expr: Optional[ast.expr], what: str, context: Context, may_be_number: bool = True
@@ -435,13 +430,3 @@ class DeviceValueRead(DeviceToHostRule):
         if operand is None:
             return None
         return sync_match(node, what, operand, HOST_NUMBER_REMEDY)
-
-
-def _slice_bounds(index: ast.expr) -> Iterator[ast.expr]:
-    """The bounds of the slices in a subscript's index (`x[a:b]`, `x[:, :n]`), that are not literals."""
-    parts: Tuple[ast.expr, ...] = tuple(index.elts) if isinstance(index, ast.Tuple) else (index,)
-    for part in parts:
-        if isinstance(part, ast.Slice):
-            for bound in (part.lower, part.upper, part.step):
-                if bound is not None and not isinstance(bound, ast.Constant):
-                    yield bound

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from h2dlint.facts.arguments import argument
 from h2dlint.rules.base import Invalid, Match, Valid
 from h2dlint.rules.context import Context
 from h2dlint.rules.device_to_host import (
     D2H_FIX_SAFETY,
     DeviceToHostRule,
     WHY_D2H,
-    argument,
     device_operand,
     sync_match,
 )
