@@ -129,6 +129,9 @@ class ModuleGraph(CallGraph):
 
     def resolve(self, call: CallRef) -> List[Key]:
         """The functions of this module that `call` may reach."""
+        if call.reads_attribute:
+            found = self._resolve(call) if call.kind is CallKind.SELF else []
+            return [(self._module, q) for q in found if self._functions[q].is_property]
         return [(self._module, q) for q in self._resolve(call)]
 
     def _resolve(self, call: CallRef) -> List[str]:

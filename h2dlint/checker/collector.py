@@ -11,6 +11,7 @@ import ast
 from dataclasses import replace
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
+from h2dlint.checker.attribute_reads import PropertyReads
 from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
 from h2dlint.facts.arguments import borrowed_device
@@ -25,6 +26,7 @@ from h2dlint.facts.registrations import (
     cache_decorator,
     compile_decorator,
     custom_op_decorator,
+    is_property,
     registered_function,
     registered_op_function,
 )
@@ -70,7 +72,7 @@ def summarize(
     return with_capture_marks(collector.summary)
 
 
-class _Collector(Walk):
+class _Collector(Walk, PropertyReads):
     def __init__(self, lines: Sequence[str], rules: Sequence[Rule], plan_fix: Optional[FixPlanner], settings: Settings):
         self._checks = {
             kind: [(rule, getattr(rule, f"check_{kind.value}")) for rule in rules if kind in rule.looks_at]
@@ -82,10 +84,12 @@ class _Collector(Walk):
         self.summary = ModuleSummary()
         self._plan_fix = plan_fix
         self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
+        self._start_property_reads()
 
     def run(self, module: ast.Module) -> None:
         self._walk_module(module)
         self._add_registered_custom_ops()
+        self._add_property_reads()
         placements = self.context.placements or self.module_placements(module)
         if placements is not None:
             self.summary.returns, self.summary.attribute_placements = placements.exports()
@@ -114,6 +118,7 @@ class _Collector(Walk):
             compiled_by=compile_decorator(node.decorator_list, self._names),
             interface=self._declares_interface(node, enclosing),
             error_path=always_raises(node),
+            is_property=is_property(node.decorator_list),
         )
 
     def _declares_interface(self, node: ast.FunctionDef | ast.AsyncFunctionDef, enclosing: Frame) -> bool:
@@ -147,6 +152,8 @@ class _Collector(Walk):
     def _visit_assign(self, node: ast.Assign) -> None:
         if len(node.targets) > 1 or not isinstance(node.targets[0], ast.Name):  # most assignments bind one name
             self.summary.stored_attributes.update(stored_attributes(node.targets))
+        elif self._frames[-1].kind is FrameKind.CLASS:
+            self._declare_field(node.targets[0].id)
         if len(node.targets) == 1:
             self._record_attribute_type(node.targets[0], self._value_type(node.value))
             record_table(self.summary.tables, node.targets[0], node.value)
@@ -159,6 +166,8 @@ class _Collector(Walk):
         self.summary.stored_attributes.update(stored_attributes([node.target]))
         written = written_type(node.annotation)
         frame = self._frames[-1]
+        if frame.kind is FrameKind.CLASS and isinstance(node.target, ast.Name):
+            self._declare_field(node.target.id)
         if frame.kind is FrameKind.CLASS and isinstance(node.target, ast.Name) and written:
             self._add_attribute_type(frame.qualname, node.target.id, written)  # a class-body / dataclass field
         else:
@@ -213,6 +222,7 @@ class _Collector(Walk):
             else:
                 matches[rule.code] = found
         self.context.call_matches = {}
+        self._call_func = node.func  # an attribute there is called, not read
         self._visit(node.func)
         self._visit_all(_arguments_in_source_order(node))
 
@@ -307,14 +317,21 @@ class _Collector(Walk):
         if ref is None:
             return
         kind, name, owner = ref
-        frame = self._frames[-1]
-        loops = frame.loops
-        call = CallRef(
+        receiver_of = receiver(node.func, self._frames[-1].types) if kind in _TYPED_RECEIVER_KINDS else None
+        self.summary.calls.append(self._call_ref(kind, name, node.lineno, owner, receiver_of))
+
+    def _call_ref(
+        self, kind: CallKind, name: str, line: int, owner: Optional[str], receiver_of: Optional[Tuple[str, ...]],
+        reads_attribute: bool = False,
+    ) -> CallRef:
+        """A call of `name` at `line` from the function being walked, with the loops and guards around it."""
+        loops = self._frames[-1].loops
+        return CallRef(
             caller=self._owner(),
             kind=kind,
             name=name,
             owner=owner,
-            line=node.lineno,
+            line=line,
             loop_line=loops[-1][1] if loops else None,
             loop_over_requests=bool(loops) and loops[-1][0] is LoopKind.REQUESTS,
             in_service_loop=bool(loops) and loops[-1][0] is LoopKind.SERVICE,
@@ -322,9 +339,9 @@ class _Collector(Walk):
             per_miss=self.context.per_miss,
             multimodal_branch=self.context.multimodal_branch,
             capture_line=self._captures[0] if self._captures else None,
-            receiver=receiver(node.func, frame.types) if kind in _TYPED_RECEIVER_KINDS else None,
+            receiver=receiver_of,
+            reads_attribute=reads_attribute,
         )
-        self.summary.calls.append(call)
 
     def _record_custom_op_registration(self, node: ast.Call) -> None:
         registered = registered_op_function(node)
@@ -364,6 +381,7 @@ def _arguments_in_source_order(node: ast.Call) -> List[ast.AST]:
 _Collector.HANDLERS = {
     **WALK_HANDLERS,
     ast.Call: _Collector._visit_call,
+    ast.Attribute: PropertyReads._visit_attribute,
     ast.Assign: _Collector._visit_assign,
     ast.AnnAssign: _Collector._visit_annotated_assign,
     ast.Import: _Collector._visit_import,

@@ -38,6 +38,12 @@ def cache_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
 
 
 
+def is_property(decorators: Sequence[ast.expr]) -> bool:
+    """Decorated `@property` and with no cache: each read of the attribute runs the body (`cached_property`
+    runs it once per object, as a memo)."""
+    return any(isinstance(d, ast.Name) and d.id == "property" for d in decorators) and cache_decorator(decorators) is None
+
+
 def custom_op_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
     """The decorator, as written, that registers a function as a torch custom op (`@register_custom_op(...)`)."""
     for decorator in decorators:

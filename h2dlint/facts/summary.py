@@ -107,6 +107,8 @@ class FunctionInfo:
     interface: bool = False
     # Every run of it ends in its final `raise` (`facts.error_paths.always_raises`): an error path
     error_path: bool = False
+    # Decorated `@property` (and with nothing that caches it): reading the attribute runs the body
+    is_property: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,9 @@ class CallRef:
     # ("Batch", "req") for `batch.req.m()` where `batch: Batch`; ("Batch()",) for `b.m()` after
     # `b = Batch(...)`, a class or a function whose return annotation names one ("self.make()" for a method).
     receiver: Optional[Tuple[str, ...]] = None
+    # Not a call but a read of the attribute `name` (`self.seq_lens_cpu`, `meta.seq_lens_cpu` with `meta: Meta`):
+    # it reaches a function only where that is a property (`FunctionInfo.is_property`)
+    reads_attribute: bool = False
 
 
 @dataclass(frozen=True)

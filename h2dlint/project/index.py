@@ -91,7 +91,7 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         self._branch_edges: Dict[Key, List[Key]] = {}
         self._callers: Dict[Key, List[Tuple[Key, bool]]] = {}
         self._loop_calls: List[Tuple[str, CallRef, List[Key]]] = []
-        self._resolved: Dict[Tuple[str, str, str, str, Optional[str], Optional[Tuple[str, ...]]], List[Key]] = {}
+        self._resolved: Dict[Tuple[str, str, str, str, Optional[str], Optional[Tuple[str, ...]], bool], List[Key]] = {}
         self._looked_up: Dict[Tuple[str, str], Optional[Tuple[str, Optional[str]]]] = {}
         self._subclass_index: Optional[Dict[Key, List[Key]]] = None
         self._spellings: Optional[Dict[str, List[Key]]] = None  # lowercased class name -> the classes
@@ -108,7 +108,7 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         # Calls on an object resolve alike wherever they are made; `f()` and `self.m()` depend on the caller.
         by_caller = call.kind in _BY_CALLER or (call.receiver is not None and call.receiver[0] == "self")
         caller = call.caller if by_caller else ""
-        memo = (module, caller, call.kind, call.name, call.owner, call.receiver)
+        memo = (module, caller, call.kind, call.name, call.owner, call.receiver, call.reads_attribute)
         targets = self._resolved.get(memo)
         if targets is None:
             targets = self._resolved[memo] = self._resolve(module, call)
@@ -177,6 +177,8 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         local = self._local[module].resolve(call)
         if local:
             return local
+        if call.reads_attribute:
+            return self._property_read(module, call)
         if call.kind is CallKind.NAME:
             return self._imported_function(module, call.name)
         if call.kind is CallKind.TABLE:
@@ -192,6 +194,12 @@ class ProjectGraph(ReceiverClasses, CallGraph):
             return self._inherited(module, call)
         receiver = call.receiver[-1] if call.receiver and len(call.receiver) > 1 else None
         return self._by_name(call.name, receiver, module)
+
+    def _property_read(self, module: str, call: CallRef) -> List[Key]:
+        """The property a read of an attribute of `self` or of an object of known class runs: inherited, or
+        defined by that class or a subclass; never by name alone (a field elsewhere may share the name)."""
+        found = self._inherited(module, call) if call.kind is CallKind.SELF else self._typed_receiver_call(module, call)
+        return [key for key in found if (function := self.function(key)) is not None and function.is_property]
 
     def _imported_function(self, module: str, name: str) -> List[Key]:
         target = self._lookup(module, name)
