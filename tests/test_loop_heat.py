@@ -109,3 +109,19 @@ def test_loops_that_are_not_service_loops(source):
 
 def test_no_names_no_service_loops():
     assert not runs_until_stopped(_while("while True:\n    step()\n"), ())
+
+
+def test_a_read_in_a_service_loop_is_reported_in_a_function_whose_only_heat_is_a_loop_of_unknown_code():
+    source = """
+    import torch
+
+    def _drain(queue, dev):
+        x = torch.zeros(4, device=dev)
+        while True:
+            queue.put(x.sum().item())
+
+    def start_workers(queues, dev):
+        for q in queues:
+            _drain(q, dev)
+    """
+    assert codes(source) == [("HTD201", 7)]

@@ -200,7 +200,10 @@ class DeviceToHostRule(Rule):
 
 def _hot_by_loop_alone(site: Site, owner: Optional[Heat]) -> bool:
     """Whether only a loop would make `site` hot: the loop around it, in a function whose heat is not known, or
-    the loop its function is called in, in code not known to be hot (`LOOP_IN_UNKNOWN_CODE`)."""
+    the loop its function is called in, in code not known to be hot (`LOOP_IN_UNKNOWN_CODE`). A service loop
+    around the site (`hot-service-loop`) is known heat, wherever its function is called."""
+    if site.loop is not None and site.loop[0] is LoopKind.SERVICE:
+        return False
     if owner is not None:
         return owner.hot and owner.loop_alone
-    return site.loop is not None and site.loop[0] is not LoopKind.SERVICE
+    return site.loop is not None
