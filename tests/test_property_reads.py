@@ -101,6 +101,18 @@ def test_a_cached_property_runs_once_per_object_and_a_bound_method_is_not_called
     assert codes(source) == []
 
 
+def test_a_property_read_on_the_class_runs_nothing():
+    source = META + textwrap.dedent(
+        """
+        class Batch(Meta):
+            @classmethod
+            def forward(cls):
+                return cls.total
+        """
+    )
+    assert codes(source) == []
+
+
 def test_an_object_of_unknown_class_is_not_matched_to_a_property_by_name():
     source = META + textwrap.dedent(
         """

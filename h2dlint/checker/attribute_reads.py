@@ -45,7 +45,7 @@ class PropertyReads:
     def _visit_attribute(self, node: ast.Attribute) -> None:
         value = node.value
         if type(node.ctx) is ast.Load:
-            if (node.attr not in self._fields if is_self(value) else node.attr.endswith(MIRROR_SUFFIXES)) and (
+            if (node.attr not in self._fields if _is_instance(value) else node.attr.endswith(MIRROR_SUFFIXES)) and (
                 node is not self._call_func
             ):
                 self._record_attribute_read(node)
@@ -61,7 +61,7 @@ class PropertyReads:
         frame, context = self._frames[-1], self.context
         if frame.kind is not FrameKind.FUNCTION or context.one_time or context.per_miss or context.multimodal_branch:
             return  # no heat spreads from under a one-time guard; a memo's miss or a media branch is per request
-        found = ("self",) if is_self(node.value) else receiver(node, frame.types)
+        found = ("self",) if _is_instance(node.value) else receiver(node, frame.types)
         if found is not None:
             kind = CallKind.SELF if found == ("self",) else CallKind.METHOD
             read = self._call_ref(kind, node.attr, node.lineno, None, found if kind is CallKind.METHOD else None, True)
@@ -74,3 +74,8 @@ class PropertyReads:
             read for read in self._attribute_reads
             if methods.get(read.name, True) and (read.kind is not CallKind.SELF or read.name not in self._fields)
         ]
+
+
+def _is_instance(expr: ast.expr) -> bool:
+    """`self`, not `cls`: reading a property on the class gives the property object and runs nothing."""
+    return type(expr) is ast.Name and expr.id == "self"
