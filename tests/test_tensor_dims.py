@@ -41,10 +41,11 @@ def dims(source: str) -> bool:
         "return t[None] * w + offsets",
         "rows, cols = torch.meshgrid(a, b)\n    return rows",
         "x = torch.arange(n)\n    x = x.view(2, -1)\n    return x",
+        "x = torch.arange(n).view(2, -1)\n    return x.transpose(0, 1).reshape(-1) if c else x.t()",
     ],
 )
 def test_shaped(body):
-    assert dims(f"def f(n, t, w, a, b, parts, offsets):\n    {body}\n")
+    assert dims(f"def f(n, t, w, a, b, parts, offsets, c):\n    {body}\n")
 
 
 @pytest.mark.parametrize(
@@ -57,6 +58,7 @@ def test_shaped(body):
         "return torch.arange(n).sum()",  # a reduction may leave none
         "return t.transpose(0, 0)",  # a 0-dim tensor accepts it
         "return t.view(size)",
+        "return torch.arange(n) if c else t",  # only one branch is shaped
         "return t",
         "if c:\n        x = torch.arange(n)\n    else:\n        x = t\n    return x",  # only one binding is shaped
     ],

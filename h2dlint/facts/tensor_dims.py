@@ -25,10 +25,11 @@ ALWAYS_SHAPED = JOINS | frozenset("torch." + name for name in _RANGES_AND_INDICE
 SIZED = frozenset("torch." + name for name in "zeros ones empty rand randn".split())
 # Methods whose result always has a dimension (`flatten` of a 0-dim tensor gives one of size 1).
 SHAPED_METHODS = frozenset("flatten unsqueeze nonzero argwhere unfold".split())
-# Methods that keep their receiver's dimensions: dtype casts, copies, elementwise functions.
+# Methods that keep their receiver's dimensions: dtype casts, copies, elementwise functions, transposes.
 SAME_SHAPE_METHODS = frozenset(
     "long int float half bfloat16 bool double short byte contiguous clone detach cpu cuda to pin_memory abs neg "
-    "add sub mul div remainder clamp round floor ceil exp log sqrt flip roll cumsum cumprod masked_fill".split()
+    "add sub mul div remainder clamp round floor ceil exp log sqrt flip roll cumsum cumprod masked_fill transpose "
+    "permute t".split()
 )
 RESHAPES = frozenset({"reshape", "view"})  # shaped when the new shape is written out with at least one dimension
 
@@ -48,6 +49,8 @@ def has_dims(expr: ast.expr, names: NameResolver, depth: int = 0) -> bool:
         return has_dims(expr.left, names, depth + 1) or has_dims(expr.right, names, depth + 1)
     if isinstance(expr, ast.UnaryOp):
         return has_dims(expr.operand, names, depth + 1)
+    if isinstance(expr, ast.IfExp):  # whichever branch runs
+        return has_dims(expr.body, names, depth + 1) and has_dims(expr.orelse, names, depth + 1)
     if isinstance(expr, ast.Call):
         return _call_has_dims(expr, names, depth)
     return False
