@@ -12,7 +12,7 @@ method passed on is not called).
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Set, Tuple
+from typing import Callable, List, Optional, Set
 
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES
 from h2dlint.facts.receivers import receiver
@@ -22,25 +22,19 @@ from h2dlint.rules.context import Context, Frame, FrameKind
 
 
 class PropertyReads:
-    """The part of the collector's walk that records attribute reads (a mixin of `collector._Collector`)."""
+    """The part of the collector's walk that records attribute reads (a mixin of `collector._Collector`, which
+    provides what is declared here)."""
 
     summary: ModuleSummary
     context: Context
     _frames: List[Frame]
+    _call_ref: Callable[..., CallRef]  # a `CallRef` of the function being walked, with the loops around it
+    _visit: Callable[[ast.AST], None]
 
     def _start_property_reads(self) -> None:
         self._call_func: Optional[ast.expr] = None  # the callee being visited: an attribute there is no read
         self._attribute_reads: List[CallRef] = []
         self._fields: Set[str] = set()  # what the file stores on `self` or declares in a class body
-
-    def _call_ref(
-        self, kind: CallKind, name: str, line: int, owner: Optional[str], receiver_of: Optional[Tuple[str, ...]],
-        reads_attribute: bool = False,
-    ) -> CallRef:
-        raise NotImplementedError
-
-    def _visit(self, node: ast.AST) -> None:
-        raise NotImplementedError
 
     def _visit_attribute(self, node: ast.Attribute) -> None:
         value = node.value

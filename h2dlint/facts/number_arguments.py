@@ -34,8 +34,9 @@ FIRST_IS_SIZE = frozenset({"torch.full"})  # `torch.full(size, fill_value)`: the
 SIZE_METHODS = frozenset("new_zeros new_ones new_empty view reshape expand repeat".split())
 # Tensor methods that take numbers at some positions only: `new_full(size, fill_value)`, `narrow(dim, start,
 # length)`; each position with its clause.
+SIZE = "a size"  # the clause of a size: a tuple or list passed there holds one size per item
 NUMBER_POSITIONS: Dict[str, Tuple[Tuple[int, str, str], ...]] = {
-    "new_full": ((0, "size", "a size"), (1, "fill_value", "the fill value")),
+    "new_full": ((0, "size", SIZE), (1, "fill_value", "the fill value")),
     "narrow": ((1, "start", "a `narrow` start"), (2, "length", "a `narrow` length")),
 }
 PYTHON_BOUNDS = frozenset({"range"})  # builtins whose arguments are bounds
@@ -45,8 +46,8 @@ Numbers = List[Tuple[ast.expr, str]]  # an argument taken as a number, and the c
 
 
 def number_arguments(call: ast.Call, qualified: Optional[str]) -> Numbers:
-    """The arguments `call` takes as Python numbers, each with the clause a message names it by ("a size from a device tensor");
-    `qualified` is the callee's torch name (`torch.zeros`), None for a method or a builtin."""
+    """The arguments `call` takes as Python numbers, each with the clause a message names it by ("a size from a
+    device tensor"); `qualified` is the callee's torch name (`torch.zeros`), None for a method or a builtin."""
     if qualified is None:
         return _method_numbers(call) if isinstance(call.func, ast.Attribute) else _builtin_numbers(call)
     if qualified in BOUND_FACTORIES:
@@ -56,9 +57,9 @@ def number_arguments(call: ast.Call, qualified: Optional[str]) -> Numbers:
     if qualified in FILL_FACTORIES:
         found += _named([argument(call, FILL_FACTORIES[qualified], "fill_value")], "the fill value")
     if qualified in FIRST_IS_SIZE:
-        found += _named(list(_sizes([argument(call, 0, "size")])), "a size")
+        found += _sizes([argument(call, 0, "size")])
     elif qualified in SIZE_FACTORIES:
-        found += _named(list(_sizes([*positional_args(call), keyword_value(call, "size")])), "a size")
+        found += _sizes([*positional_args(call), keyword_value(call, "size")])
     return found
 
 
@@ -76,11 +77,11 @@ def _method_numbers(call: ast.Call) -> Numbers:
     assert isinstance(call.func, ast.Attribute)
     method = call.func.attr
     if method in SIZE_METHODS:
-        return _named(list(_sizes([*positional_args(call), keyword_value(call, "size")])), "a size")
+        return _sizes([*positional_args(call), keyword_value(call, "size")])
     found: Numbers = []
     for position, keyword, what in NUMBER_POSITIONS.get(method, ()):
-        arguments = [argument(call, position, keyword)]
-        found += _named(list(_sizes(arguments)) if keyword == "size" else arguments, what)
+        given = [argument(call, position, keyword)]
+        found += _sizes(given) if what == SIZE else _named(given, what)
     return found
 
 
@@ -93,13 +94,12 @@ def _builtin_numbers(call: ast.Call) -> Numbers:
     return _named(list(call.args), f"a `{name}` bound") if name in PYTHON_BOUNDS else []
 
 
-def _sizes(arguments: List[Optional[ast.expr]]) -> Iterator[ast.expr]:
+def _sizes(arguments: List[Optional[ast.expr]]) -> Numbers:
     """The sizes among `arguments`: each one, or the items of a tuple or list passed as one size."""
-    for argument in arguments:
-        if isinstance(argument, (ast.Tuple, ast.List)):
-            yield from argument.elts
-        elif argument is not None:
-            yield argument
+    sizes: List[Optional[ast.expr]] = []
+    for given in arguments:
+        sizes += given.elts if isinstance(given, (ast.Tuple, ast.List)) else [given]
+    return _named(sizes, SIZE)
 
 
 def _named(arguments: List[Optional[ast.expr]], place: str) -> Numbers:
