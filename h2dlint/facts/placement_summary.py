@@ -27,6 +27,7 @@ from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
     exported,
     imported_names,
+    is_accessor,
     list_fill,
     method_named,
     returned_values,
@@ -257,9 +258,10 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
         return PlacementQuery("call", ast.unparse(func)) if known and root.id not in self._classes else None
 
     def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
+        """What a call of `function` returns: unknown for a property, whose call calls what it returns."""
         values = self._returned_values(function)
-        if not values or any(value is None for value in values):
-            return UNKNOWN  # a generator, or a bare `return`
+        if not values or any(value is None for value in values) or is_accessor(function):
+            return UNKNOWN  # a generator, a bare `return`, or `self.filterbank(x)` calling the module it returns
         scope = self.scope(self._names_for(function, owner), owner, function)
         step = f"returned by `{function.name}()`"
         return _agreed([placement_of(v, scope, depth + 1) for v in values if v is not None]).via(step)

@@ -88,6 +88,22 @@ class DeviceToHostCopy(DeviceToHostRule):
                     print(v)
                 return [v.cpu() for v in lens]
             """),
+        # Calling what a property returns (a module moved to the device) is not the property's return: what
+        # the module's call gives is not known (vllm transformers_utils/processors/cohere_asr.py:531).
+        Valid("""
+            import torch
+
+            class Extractor:
+                @property
+                def bank(self):
+                    if self._bank is None:
+                        self._bank = Filterbank().to("cuda")
+                    return self._bank
+
+                def forward(self, audio):
+                    feats = self.bank(audio)
+                    return feats.cpu()
+            """),
         # `device=t.device` of a host tensor `t` builds on the host.
         Valid("""
             import torch
