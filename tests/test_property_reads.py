@@ -133,3 +133,67 @@ def test_a_property_of_a_class_in_another_file_is_reached(tmp_path, run_cli):
         """
     files = {"pkg/__init__.py": "", "pkg/meta.py": META, "pkg/runner.py": runner}
     assert project_codes(run_cli, tmp_path / "demo", files) == [("meta.py", row_of("return self.seq_lens.cpu()"), "HTD205")]
+
+
+# Where a property's value lives is where its body's return does: `self.lens` reads `self._lens`.
+LENS = """
+import torch
+
+class Lens:
+    def __init__(self, n):
+        self._lens = torch.zeros(n, device="cuda")
+        self._bank = None
+
+    @property
+    def lens(self):
+        return self._lens
+
+    @property
+    def bank(self):
+        if self._bank is None:
+            self._bank = Bank().to("cuda")
+        return self._bank
+"""
+
+
+def test_a_property_holds_what_its_body_returns():
+    source = LENS + textwrap.dedent(
+        """
+        class Step(Lens):
+            def forward(self):
+                return self.lens.tolist()
+        """
+    )
+    assert codes(source) == [("HTD201", row_of("return self.lens.tolist()", source))]
+
+
+def test_a_property_of_a_class_in_another_file_holds_what_its_body_returns(tmp_path, run_cli):
+    step = """
+        import torch
+        from pkg.lens import Lens
+
+        class Step:
+            def forward(self, lens: Lens):
+                return lens.lens.tolist()
+        """
+    files = {"pkg/__init__.py": "", "pkg/lens.py": LENS, "pkg/step.py": step}
+    assert project_codes(run_cli, tmp_path / "demo", files) == [("step.py", row_of("lens.lens.tolist()", step), "HTD201")]
+
+
+def test_calling_what_a_property_returns_is_not_its_return(tmp_path, run_cli):
+    """`self.bank(audio)` calls the module `bank` returns: what that call gives is not known, here or in
+    another file (vllm transformers_utils/processors/cohere_asr.py:531 was reported for it)."""
+    step = """
+        import torch
+        from pkg.lens import Lens
+
+        class Step(Lens):
+            def forward(self, audio):
+                return self.bank(audio).cpu()
+
+        class Other:
+            def forward(self, lens: Lens, audio):
+                return lens.bank(audio).cpu(), lens.lens.cpu()
+        """
+    files = {"pkg/__init__.py": "", "pkg/lens.py": LENS, "pkg/step.py": step}
+    assert project_codes(run_cli, tmp_path / "demo", files) == [("step.py", row_of("lens.lens.cpu()", step), "HTD205")]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
-from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.placement import PlacementScope, placement_of
 from h2dlint.facts.placement_callers import CallerArguments
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of, mirrors_of_their_own_tensor
@@ -29,17 +28,16 @@ from h2dlint.facts.placement_exports import (
     imported_names,
     is_accessor,
     list_fill,
-    method_named,
-    returned_values,
     self_assignments,
 )
+from h2dlint.facts.placement_returns import FunctionReturns
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
 from h2dlint.facts.placement_typed import TypedReceivers, class_fields
-from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agree_all
+from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agreed
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import ExportedPlacement, PlacementQuery
-from h2dlint.facts.syntax import is_self, last_name
+from h2dlint.facts.syntax import last_name
 from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -47,7 +45,7 @@ _MIRROR_STEPS = 6  # views, methods and names followed back to the tensor whose 
 Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the value (None: not its own), the line
 
 
-class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
+class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordFields):
     """The placement knowledge of one module, shared by every point of it; summaries are cached."""
 
     def __init__(
@@ -163,6 +161,9 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
         assignments = self._assignments_of(class_name).get(name, [])
         filled = self.filled(class_name, name, depth)
         if not assignments and not filled:
+            accessor, owner = self._method_of(class_name, name)
+            if accessor is not None and is_accessor(accessor):
+                return self._body_returns(accessor, owner, depth)  # reading a property runs its body
             return self._inherited(class_name, name, depth)
         found = []
         for method, value, line in assignments:
@@ -172,11 +173,11 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
             found.append(placement_of(value, scope, depth + 1).via(_assigned(name, value, line, method)))
         if None in filled:
             return UNKNOWN
-        return _agreed(found + filled)  # type: ignore[operator]
+        return agreed(found + filled)  # type: ignore[operator]
 
     def _inherited(self, class_name: str, name: str, depth: int) -> Placement:
         bases = [b.id for b in self._classes[class_name].bases if isinstance(b, ast.Name) and b.id in self._classes]
-        found = _agreed([self.attribute(base, name, depth + 1) for base in bases]) if bases else UNKNOWN
+        found = agreed([self.attribute(base, name, depth + 1) for base in bases]) if bases else UNKNOWN
         if found.place is Place.UNKNOWN and found.pending is None and self._inherits_elsewhere(class_name):
             if not any(name in self._assignments_of(owner) for owner in self._class_and_bases(class_name)):
                 return self._ask(PlacementQuery("attribute", name, class_name))
@@ -199,99 +200,6 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
                         table.setdefault(name, []).append((method, value, line))
             self._assignments[class_name] = table
         return self._assignments[class_name]
-
-    # --- returns ----------------------------------------------------------------------------------------------
-
-    def returned(
-        self, call: ast.Call, class_name: Optional[str], depth: int, names: Optional[NameResolver] = None,
-        caller: Optional[FunctionNode] = None,
-    ) -> Placement:
-        """Where what `call` (made in `caller`) returns lives, when it calls a function or a method of this
-        module, or a method of an object of known class (`facts.placement_typed`); the question for the
-        project when it calls one that another file may define."""
-        function, owner = self._callee(call, class_name)
-        if function is None and caller is not None:
-            typed = self._typed_method(call, class_name, caller, depth)
-            if typed is not None:
-                return typed
-        if function is None:
-            query = self._query_for(call, class_name, names)
-            return self._ask(query) if query is not None else UNKNOWN
-        return self._return_summary(function, owner, depth)
-
-    def _callee(self, call: ast.Call, class_name: Optional[str]) -> Tuple[Optional[FunctionNode], Optional[str]]:
-        if isinstance(call.func, ast.Name):
-            return self._functions.get(call.func.id), None
-        if isinstance(call.func, ast.Attribute) and is_self(call.func.value) and class_name in self._classes:
-            return self._method_of(class_name, call.func.attr)  # type: ignore[arg-type]
-        return None, None
-
-    def _method_of(self, class_name: str, name: str) -> Tuple[Optional[FunctionNode], Optional[str]]:
-        """Method `name` of a class of this file, defined in it or in a base class here, with the class that
-        defines it; (None, None) when none of them does."""
-        for owner in self._class_and_bases(class_name):
-            method = method_named(self._classes[owner], name)
-            if method is not None:
-                return method, owner
-        return None, None
-
-    def _return_summary(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
-        """Where what `function` (a method of `owner`, or a module function) returns lives, worked out once."""
-        return self._summary((owner or "", "()" + function.name), lambda: self._returned(function, owner, depth))
-
-    def _query_for(
-        self, call: ast.Call, class_name: Optional[str], names: Optional[NameResolver]
-    ) -> Optional[PlacementQuery]:
-        """What to ask the project about a call this file does not define: `f()` or `mod.f()` with `f` or `mod`
-        imported (not bound in the function), `self.m()` with `m` from a base class defined elsewhere."""
-        func = call.func
-        if isinstance(func, ast.Attribute) and is_self(func.value):
-            if class_name in self._classes and self._inherits_elsewhere(class_name):  # type: ignore[operator]
-                return PlacementQuery("method", func.attr, class_name)  # type: ignore[arg-type]
-            return None
-        root = func
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if not isinstance(root, ast.Name) or (names is not None and names.binds_locally(root.id)):
-            return None
-        known = root.id in self._imported or (self._star_import and self._module_scope.lookup(root.id) is None)
-        return PlacementQuery("call", ast.unparse(func)) if known and root.id not in self._classes else None
-
-    def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
-        """What a call of `function` returns: unknown for a property, whose call calls what it returns."""
-        values = self._returned_values(function)
-        if not values or any(value is None for value in values) or is_accessor(function):
-            return UNKNOWN  # a generator, a bare `return`, or `self.filterbank(x)` calling the module it returns
-        scope = self.scope(self._names_for(function, owner), owner, function)
-        step = f"returned by `{function.name}()`"
-        return _agreed([placement_of(v, scope, depth + 1) for v in values if v is not None]).via(step)
-
-    def _returned_values(self, function: FunctionNode) -> Tuple[Optional[ast.expr], ...]:
-        """`returned_values` of `function`, walked for once."""
-        key = id(function)
-        if key not in self._returns:
-            self._returns[key] = tuple(returned_values(function))
-        return self._returns[key]
-
-    def returned_host_device(self, expr: ast.expr, names: NameResolver, class_name: Optional[str]) -> bool:
-        """Whether the device `expr` is what a function or method of this module returns (`dev = pick()`), or
-        an item of it (`dev, group = pick()`), and some `return` of it gives one that may be the CPU."""
-        if not isinstance(expr, ast.Name):
-            return False
-        unpacked = names.unpacked_position(expr)
-        call, index = unpacked if unpacked is not None else (names.value_at(expr), None)
-        function, owner = self._callee(call, class_name) if isinstance(call, ast.Call) else (None, None)
-        if function is None:
-            return False
-        inner = self._names_for(function, owner)
-        for returned in self._returned_values(function):
-            if index is not None and isinstance(returned, ast.Tuple) and index < len(returned.elts):
-                returned = returned.elts[index]
-            elif index is not None:
-                continue
-            if returned is not None and may_be_host_device(returned, inner):
-                return True
-        return False
 
     def _class_and_bases(self, class_name: str) -> Iterator[str]:
         seen: Set[str] = set()
@@ -364,6 +272,7 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
         attributes = {
             cls: {
                 **dict.fromkeys(self._fields(cls)),
+                **{name: exported(self.attribute(cls, name, 0)) for name in self._accessors(cls)},
                 **{
                     name: exported(self.attribute(cls, name, 0))
                     if all(isinstance(v, MAY_BE_TENSOR) for _, v, _ in assigned) else None
@@ -415,8 +324,3 @@ class ModulePlacements(TypedReceivers, CallerArguments, RecordFields):
 def _assigned(name: str, value: ast.expr, line: int, method: FunctionNode) -> Callable[[], str]:
     """The step of `explain`'s chain from `self.<name>` to a value assigned to it, worded only where shown."""
     return lambda: f"line {line}: `self.{name} = {ast.unparse(value)[:40]}` in `{method.name}`"
-
-
-def _agreed(placements: List[Placement]) -> Placement:
-    """`agree_all`, except that a single placement is kept as it is, with the question it leaves pending."""
-    return placements[0] if len(placements) == 1 else agree_all(placements)

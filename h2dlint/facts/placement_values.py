@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Optional, Tuple, Union
+from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.summary import UNANSWERED, PlacementQuery
 
@@ -131,3 +131,8 @@ def explanation(expr: ast.expr, placement: Placement) -> Tuple[str, ...]:
     named = f" [heuristic: {placement.heuristic}]" if placement.heuristic else ""
     head = f"placement: `{describe(expr)}` is on the {placement.place.value}: {placement.evidence}{named}"
     return (head, *(f"  from {step}" for step in placement.chain))
+
+
+def agreed(placements: Sequence[Placement]) -> Placement:
+    """`agree_all`, except that a single placement is kept as it is, with the question it leaves pending."""
+    return placements[0] if len(placements) == 1 else agree_all(placements)

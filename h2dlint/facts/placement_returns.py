@@ -1,0 +1,131 @@
+"""Where what a call returns lives: a function or method of this module (`make_ids()`, `self.make_ids()`) is
+placed where every `return` of it puts its value; an imported one, or a method a class inherits from another
+file, is the question for the project (`PlacementQuery` "call", "method"). A property (`is_accessor`) answers a
+read of the attribute, never a call: `self.filterbank(x)` calls the module the property returns."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from h2dlint.facts.constructs import may_be_host_device
+from h2dlint.facts.placement import placement_of
+from h2dlint.facts.placement_exports import FunctionNode, is_accessor, method_named, returned_values
+from h2dlint.facts.placement_values import UNKNOWN, Placement, agreed
+from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.summary import PlacementQuery
+from h2dlint.facts.syntax import is_self
+
+
+class FunctionReturns:
+    """The part of `placement_summary.ModulePlacements` that places what calls return (`returned`) and what
+    properties hold (`_body_returns`). It uses the host's `_functions`, `_classes`, `_imported`, `_star_import`,
+    `_module_scope`, `_returns`, `_ask`, `_summary`, `scope`, `_names_for`, `_class_and_bases`,
+    `_inherits_elsewhere`, `_assignments_of` and `_typed_method`."""
+
+    _functions: Dict[str, FunctionNode]
+    _classes: Dict[str, ast.ClassDef]
+    _returns: Dict[int, Tuple[Optional[ast.expr], ...]]
+
+    def returned(
+        self, call: ast.Call, class_name: Optional[str], depth: int, names: Optional[NameResolver] = None,
+        caller: Optional[FunctionNode] = None,
+    ) -> Placement:
+        """Where what `call` (made in `caller`) returns lives, when it calls a function or a method of this
+        module, or a method of an object of known class (`facts.placement_typed`); the question for the
+        project when it calls one that another file may define."""
+        function, owner = self._callee(call, class_name)
+        if function is None and caller is not None:
+            typed = self._typed_method(call, class_name, caller, depth)
+            if typed is not None:
+                return typed
+        if function is None:
+            query = self._query_for(call, class_name, names)
+            return self._ask(query) if query is not None else UNKNOWN
+        return self._return_summary(function, owner, depth)
+
+    def _callee(self, call: ast.Call, class_name: Optional[str]) -> Tuple[Optional[FunctionNode], Optional[str]]:
+        if isinstance(call.func, ast.Name):
+            return self._functions.get(call.func.id), None
+        if isinstance(call.func, ast.Attribute) and is_self(call.func.value) and class_name in self._classes:
+            return self._method_of(class_name, call.func.attr)  # type: ignore[arg-type]
+        return None, None
+
+    def _method_of(self, class_name: str, name: str) -> Tuple[Optional[FunctionNode], Optional[str]]:
+        """Method `name` of a class of this file, defined in it or in a base class here, with the class that
+        defines it; (None, None) when none of them does."""
+        for owner in self._class_and_bases(class_name):
+            method = method_named(self._classes[owner], name)
+            if method is not None:
+                return method, owner
+        return None, None
+
+    def _return_summary(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
+        """Where what `function` (a method of `owner`, or a module function) returns lives, worked out once."""
+        return self._summary((owner or "", "()" + function.name), lambda: self._returned(function, owner, depth))
+
+    def _query_for(
+        self, call: ast.Call, class_name: Optional[str], names: Optional[NameResolver]
+    ) -> Optional[PlacementQuery]:
+        """What to ask the project about a call this file does not define: `f()` or `mod.f()` with `f` or `mod`
+        imported (not bound in the function), `self.m()` with `m` from a base class defined elsewhere."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and is_self(func.value):
+            if class_name in self._classes and self._inherits_elsewhere(class_name):  # type: ignore[operator]
+                return PlacementQuery("method", func.attr, class_name)  # type: ignore[arg-type]
+            return None
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or (names is not None and names.binds_locally(root.id)):
+            return None
+        known = root.id in self._imported or (self._star_import and self._module_scope.lookup(root.id) is None)
+        return PlacementQuery("call", ast.unparse(func)) if known and root.id not in self._classes else None
+
+    def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
+        """What a call of `function` returns: unknown for a property, whose call (`self.filterbank(x)`) calls
+        the value the property returns."""
+        return UNKNOWN if is_accessor(function) else self._body_returns(function, owner, depth)
+
+    def _accessors(self, class_name: str) -> List[str]:
+        """The properties `class_name` itself defines, and assigns no attribute of that name."""
+        assigned = self._assignments_of(class_name)
+        return [
+            node.name for node in self._classes[class_name].body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_accessor(node) and node.name not in assigned
+        ]
+
+    def _body_returns(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
+        values = self._returned_values(function)
+        if not values or any(value is None for value in values):
+            return UNKNOWN  # a generator, or a bare `return`
+        scope = self.scope(self._names_for(function, owner), owner, function)
+        step = f"returned by `{function.name}()`"
+        return agreed([placement_of(v, scope, depth + 1) for v in values if v is not None]).via(step)
+
+    def _returned_values(self, function: FunctionNode) -> Tuple[Optional[ast.expr], ...]:
+        """`returned_values` of `function`, walked for once."""
+        key = id(function)
+        if key not in self._returns:
+            self._returns[key] = tuple(returned_values(function))
+        return self._returns[key]
+
+    def returned_host_device(self, expr: ast.expr, names: NameResolver, class_name: Optional[str]) -> bool:
+        """Whether the device `expr` is what a function or method of this module returns (`dev = pick()`), or
+        an item of it (`dev, group = pick()`), and some `return` of it gives one that may be the CPU."""
+        if not isinstance(expr, ast.Name):
+            return False
+        unpacked = names.unpacked_position(expr)
+        call, index = unpacked if unpacked is not None else (names.value_at(expr), None)
+        function, owner = self._callee(call, class_name) if isinstance(call, ast.Call) else (None, None)
+        if function is None:
+            return False
+        inner = self._names_for(function, owner)
+        for returned in self._returned_values(function):
+            if index is not None and isinstance(returned, ast.Tuple) and index < len(returned.elts):
+                returned = returned.elts[index]
+            elif index is not None:
+                continue
+            if returned is not None and may_be_host_device(returned, inner):
+                return True
+        return False
