@@ -197,3 +197,45 @@ def test_calling_what_a_property_returns_is_not_its_return(tmp_path, run_cli):
         """
     files = {"pkg/__init__.py": "", "pkg/lens.py": LENS, "pkg/step.py": step}
     assert project_codes(run_cli, tmp_path / "demo", files) == [("step.py", row_of("lens.lens.cpu()", step), "HTD205")]
+
+
+# A lazily computed host mirror names the device copy it shadows, as a declared one does.
+MIRRORED = """
+import torch
+
+class Meta:
+    def __init__(self, seq_lens):
+        self.seq_lens = seq_lens
+        self._seq_lens_cpu = None
+
+    @property
+    def seq_lens_cpu(self):
+        if self._seq_lens_cpu is None:
+            self._seq_lens_cpu = self.seq_lens.to("cpu")
+        return self._seq_lens_cpu
+"""
+
+
+def test_a_property_mirror_names_the_device_copy_in_the_same_file():
+    source = MIRRORED + textwrap.dedent(
+        """
+        class Backend:
+            def forward(self, meta: Meta):
+                return meta.seq_lens.tolist()
+        """
+    )
+    assert codes(source) == [("HTD201", row_of("return meta.seq_lens.tolist()", source))]
+
+
+def test_a_property_mirror_names_the_device_copy_in_another_file(tmp_path, run_cli):
+    backend = """
+        import torch
+        from pkg.meta import Meta
+
+        class Backend:
+            def forward(self, meta: Meta):
+                return meta.seq_lens.tolist()
+        """
+    files = {"pkg/__init__.py": "", "pkg/meta.py": MIRRORED, "pkg/backend.py": backend}
+    found = project_codes(run_cli, tmp_path / "demo", files)
+    assert found == [("backend.py", row_of("meta.seq_lens.tolist()", backend), "HTD201")]

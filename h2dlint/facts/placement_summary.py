@@ -317,6 +317,7 @@ class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordF
             if class_name in self._classes:
                 used.update(self._assignments_of(class_name))  # type: ignore[arg-type]
                 used.update(class_fields(self._classes[class_name]))  # a dataclass's `seq_lens_cpu: torch.Tensor`
+                used.update(self._accessors(class_name))  # a lazily computed `@property seq_lens_cpu`
             self._known_names[key] = frozenset(used) - mirrors_of_their_own_tensor(assignments)
         return self._known_names[key]
 

@@ -127,9 +127,10 @@ class TypedReceivers:
         return known, local_class(known, self._classes) if known is not None else None
 
     def _attribute_names(self, class_name: str) -> FrozenSet[str]:
-        """The attributes a class of this file and its bases here declare or assign."""
+        """The attributes a class of this file and its bases here declare, assign or compute (properties)."""
         return frozenset(
-            n for c in self._class_and_bases(class_name) for n in (*self._assignments_of(c), *self._fields(c))
+            n for c in self._class_and_bases(class_name)
+            for n in (*self._assignments_of(c), *self._fields(c), *self._accessors(c))
         )
 
     def _types_of(self, function: FunctionNode) -> Dict[str, str]:
