@@ -9,14 +9,12 @@ from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.placement_values import Place, Placement
 from h2dlint.facts.summary import ExportedPlacement
-from h2dlint.facts.syntax import is_none, is_self, last_name
+from h2dlint.facts.syntax import is_none, is_self
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 # Values that may evaluate to a tensor whose placement another file could use; literals, f-strings,
 # comparisons and the like cannot, and `None` in an assignment stops nothing (a tuple target's is unknown).
-_ACCESSOR_DECORATORS = frozenset({"property", "cached_property", "getter"})
-
 MAY_BE_TENSOR = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.Tuple)
 
 
@@ -105,16 +103,6 @@ def is_unfilled_list(value: ast.expr) -> bool:
 
 def _is_list_of_none(value: ast.expr) -> bool:
     return isinstance(value, ast.List) and len(value.elts) == 1 and is_none(value.elts[0])
-
-
-def is_accessor(function: FunctionNode) -> bool:
-    """A property (`@property`, `@cached_property`, `@name.getter`): `obj.name` runs it, so `obj.name(...)`
-    calls the value it returns (a module, a callable), and what that call returns is not what the body returns."""
-    for decorator in function.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if last_name(target) in _ACCESSOR_DECORATORS:
-            return True
-    return False
 
 
 def method_named(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:

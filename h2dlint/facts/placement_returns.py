@@ -10,8 +10,9 @@ from typing import Dict, List, Optional, Tuple
 
 from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.placement import placement_of
-from h2dlint.facts.placement_exports import FunctionNode, is_accessor, method_named, returned_values
+from h2dlint.facts.placement_exports import FunctionNode, method_named, returned_values
 from h2dlint.facts.placement_values import UNKNOWN, Placement, agreed
+from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.summary import PlacementQuery
 from h2dlint.facts.syntax import is_self
@@ -85,14 +86,14 @@ class FunctionReturns:
     def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
         """What a call of `function` returns: unknown for a property, whose call (`self.filterbank(x)`) calls
         the value the property returns."""
-        return UNKNOWN if is_accessor(function) else self._body_returns(function, owner, depth)
+        return UNKNOWN if is_accessor(function.decorator_list) else self._body_returns(function, owner, depth)
 
     def _accessors(self, class_name: str) -> List[str]:
         """The properties `class_name` itself defines, and assigns no attribute of that name."""
         assigned = self._assignments_of(class_name)
         return [
             node.name for node in self._classes[class_name].body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_accessor(node) and node.name not in assigned
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_accessor(node.decorator_list) and node.name not in assigned
         ]
 
     def _body_returns(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:

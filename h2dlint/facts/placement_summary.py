@@ -26,11 +26,11 @@ from h2dlint.facts.placement_exports import (
     MAY_BE_TENSOR,
     exported,
     imported_names,
-    is_accessor,
     list_fill,
     self_assignments,
 )
 from h2dlint.facts.placement_returns import FunctionReturns
+from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
 from h2dlint.facts.placement_typed import TypedReceivers, class_fields
 from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agreed
@@ -162,7 +162,7 @@ class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordF
         filled = self.filled(class_name, name, depth)
         if not assignments and not filled:
             accessor, owner = self._method_of(class_name, name)
-            if accessor is not None and is_accessor(accessor):
+            if accessor is not None and is_accessor(accessor.decorator_list):
                 return self._body_returns(accessor, owner, depth)  # reading a property runs its body
             return self._inherited(class_name, name, depth)
         found = []

@@ -1,5 +1,5 @@
 """Registrations that change how a function runs: torch custom ops, `@torch.compile`, caching decorators,
-and CUDA-graph capture blocks."""
+properties (a read of the attribute runs the body), and CUDA-graph capture blocks."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ GRAPH_CAPTURE = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
 
 # Decorators that run a function's body once per distinct argument: a build cached this way is one-time.
 _CACHE_DECORATORS = frozenset({"cache", "lru_cache", "cached_property", "cached"})
+
+
+# Decorators that make a function an attribute read: `obj.name` runs it, caching or not.
+_ACCESSOR_DECORATORS = frozenset({"property", "cached_property", "getter"})
 
 
 # Registrations of a function as a torch custom op, by the registering decorator's or function's name:
@@ -42,6 +46,12 @@ def is_property(decorators: Sequence[ast.expr]) -> bool:
     """Decorated `@property` and with no cache: each read of the attribute runs the body (`cached_property`
     runs it once per object, as a memo)."""
     return any(isinstance(d, ast.Name) and d.id == "property" for d in decorators) and cache_decorator(decorators) is None
+
+
+def is_accessor(decorators: Sequence[ast.expr]) -> bool:
+    """A property of any kind (`@property`, `@cached_property`, `@name.getter`), for placement: `obj.name` gives
+    what the body returns, so `obj.name(...)` calls that value (a module, a callable), not the body."""
+    return any(last_name(d.func if isinstance(d, ast.Call) else d) in _ACCESSOR_DECORATORS for d in decorators)
 
 
 def custom_op_decorator(decorators: Sequence[ast.expr]) -> Optional[str]:
