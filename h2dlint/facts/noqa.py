@@ -18,24 +18,24 @@ _CODE_SEPARATOR = re.compile(r"[,\s]+")
 
 
 class NoqaComments:
-    """The `# noqa` comments of one file. Tokenizes the file at most once, and only if it has a `noqa`."""
+    """The `# noqa` comments of one file. Tokenizes the file at most once, and only when a comment that could
+    suppress a finding is on none of the finding's own rows."""
 
     def __init__(self, lines: Sequence[str]) -> None:
         self._lines = lines
-        self._has_noqa = any("noqa" in line.lower() for line in lines)
+        has_noqa = "noqa" in "".join(lines).lower()  # one pass in C: most files have none
+        self._noqa_rows = [row for row, line in enumerate(lines, 1) if NOQA.search(line)] if has_noqa else []
         self._ranges: Optional[List[Tuple[int, int]]] = None
 
     def suppress(self, code: str, first_row: int, last_row: int) -> bool:
         """Whether a finding `code` spanning rows `first_row..last_row` (1-based) has a matching `# noqa`."""
-        if not self._has_noqa:
-            return False
-        rows = set(range(first_row, last_row + 1))
+        rows = [row for row in self._noqa_rows if _suppresses(self._lines[row - 1], code)]
+        if not rows or any(first_row <= row <= last_row for row in rows):
+            return bool(rows)
         if self._ranges is None:
             self._ranges = _joined_ranges(self._lines)
-        for start, end in self._ranges:
-            if start <= last_row and end >= first_row:
-                rows.update(range(start, end + 1))
-        return any(_suppresses(self._lines[row - 1], code) for row in rows if row <= len(self._lines))
+        joined = [(start, end) for start, end in self._ranges if start <= last_row and end >= first_row]
+        return any(start <= row <= end for row in rows for start, end in joined)
 
 
 def _suppresses(line: str, code: str) -> bool:
