@@ -27,6 +27,7 @@ class FunctionReturns:
     _functions: Dict[str, FunctionNode]
     _classes: Dict[str, ast.ClassDef]
     _returns: Dict[int, Tuple[Optional[ast.expr], ...]]
+    _accessor_names: Optional[Dict[str, List[str]]] = None  # by class, worked out on first use
 
     def returned(
         self, call: ast.Call, class_name: Optional[str], depth: int, names: Optional[NameResolver] = None,
@@ -90,11 +91,16 @@ class FunctionReturns:
 
     def _accessors(self, class_name: str) -> List[str]:
         """The properties `class_name` itself defines, and assigns no attribute of that name."""
-        assigned = self._assignments_of(class_name)
-        return [
-            node.name for node in self._classes[class_name].body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_accessor(node.decorator_list) and node.name not in assigned
-        ]
+        if self._accessor_names is None:
+            self._accessor_names = {}
+        if class_name not in self._accessor_names:
+            assigned = self._assignments_of(class_name)
+            self._accessor_names[class_name] = [
+                node.name for node in self._classes[class_name].body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_accessor(node.decorator_list)
+                and node.name not in assigned
+            ]
+        return self._accessor_names[class_name]
 
     def _body_returns(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
         values = self._returned_values(function)
