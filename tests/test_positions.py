@@ -8,7 +8,9 @@ import subprocess
 import pytest
 from conftest import PYTHON, REFERENCE
 
-from h2dlint.facts.positions import source_lines, span_of
+import re
+
+from h2dlint.facts.positions import line_starts, source_lines, span_of
 from h2dlint.facts.settings import Settings
 from h2dlint.project.findings import check_source
 
@@ -50,3 +52,15 @@ def test_checking_does_not_import_libcst():
     )
     done = subprocess.run([PYTHON, "-c", script, str(REFERENCE)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "text", ["", "\n", "a", "a\nb\n", "a\r\nb\rc\n", "a\x0cb\nc", "\r", "\r\n\r\n", "x\n\n", "é\nü\r\n"]
+)
+def test_rows_split_only_at_pythons_line_breaks_with_or_without_carriage_returns(text):
+    breaks = re.compile(r"\r\n|\r|\n")
+    expected = breaks.split(text)
+    if expected and expected[-1] == "":
+        expected.pop()
+    assert source_lines(text) == expected
+    assert line_starts(text) == [0] + [found.end() for found in breaks.finditer(text)]
