@@ -747,3 +747,19 @@ def test_a_cpu_platform_branch_is_quiet_and_a_tensor_on_the_cpu_is_not(test, rep
             return ids
         """
     assert count(source) == reported
+
+
+def test_glob_matcher_agrees_with_fnmatchcase_on_every_kind_of_glob():
+    import fnmatch
+    import itertools
+
+    from h2dlint.facts.syntax import glob_matcher
+
+    globs = ["*", "", "a", "a*", "*a", "*a*", "a*b", "*a?", "[ab]*", "*_b*", "_*", "a.b", "*A.b", "a**", "*.*"]
+    names = ["", "a", "b", "ab", "ba", "_a", "a_b", "a.b", "xa.b", "aab", "A.b", "a\n", "_", "abc", "bab"]
+    for count in (1, 2, 3):
+        for patterns in itertools.combinations(globs, count):
+            matches = glob_matcher(patterns)
+            for name in names:
+                expected = any(fnmatch.fnmatchcase(name, p) for p in patterns)
+                assert (matches(name) is not None) == expected, (patterns, name)

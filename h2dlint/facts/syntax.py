@@ -87,7 +87,41 @@ def attribute_looked_up(call: ast.Call) -> Optional[ast.Attribute]:
 
 
 @functools.lru_cache(maxsize=512)  # the tables of a run, and each of their patterns alone
-def glob_matcher(patterns: Tuple[str, ...]) -> Callable[[str], Optional["re.Match[str]"]]:
-    """Whether a name matches any of the fnmatch globs `patterns` (case-sensitive), as one regular expression:
-    asked of most names of a project, a loop over `fnmatchcase` costs a measurable share of a cold run."""
-    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)").match
+def glob_matcher(patterns: Tuple[str, ...]) -> Callable[[str], Optional[bool]]:
+    """Whether a name matches any of the fnmatch globs `patterns` (case-sensitive): True, or None."""
+    return _GlobMatcher(patterns).match
+
+
+class _GlobMatcher:
+    """fnmatch globs asked of most names of a project, where a loop over `fnmatchcase` would cost a measurable
+    share of a cold run. A glob that is a word with `*` before it, after it or both is tested with `str`
+    methods, as is a word alone; the rest with one regular expression: an alternation of `.*word.*` patterns
+    is three times slower than those methods."""
+
+    def __init__(self, patterns: Tuple[str, ...]) -> None:
+        exact, starts, ends, contains, other = set(), [], [], [], []
+        for pattern in patterns:
+            word = pattern.strip("*")
+            if any(c in word for c in "*?["):
+                other.append(pattern)
+            elif pattern.startswith("*") and pattern.endswith("*") and len(pattern) > 1:
+                contains.append(word)
+            elif pattern.startswith("*"):
+                ends.append(word)
+            elif pattern.endswith("*"):
+                starts.append(word)
+            else:
+                exact.add(pattern)
+        self._exact, self._starts, self._ends = frozenset(exact), tuple(starts), tuple(ends)
+        self._contains = re.compile("|".join(map(re.escape, contains))).search if contains else None
+        self._other = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in other)).match if other else None
+
+    def match(self, name: str) -> Optional[bool]:
+        found = (
+            name in self._exact
+            or (self._starts and name.startswith(self._starts))
+            or (self._ends and name.endswith(self._ends))
+            or (self._contains is not None and self._contains(name) is not None)
+            or (self._other is not None and self._other(name) is not None)
+        )
+        return True if found else None
