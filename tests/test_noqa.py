@@ -112,3 +112,12 @@ def test_statistics_counts_findings_per_code(tmp_path, run_cli):
         {"code": "HTD101", "name": "tensor-with-device", "count": 2},
         {"code": "HTD104", "name": "pageable-non-blocking-copy", "count": 1},
     ]
+
+
+def test_a_comment_for_another_code_on_a_joined_line_does_not_suppress_but_a_matching_one_does():
+    other = "x = f(a) + \\\n    1  # noqa: E501\n"
+    matching = "x = f(a) + \\\n    1  # noqa: HTD101\n"
+    apart = "x = f(a)\ny = 1  # noqa: HTD101\n"  # the next statement: not joined
+    assert not NoqaComments(lines_with_endings(other)).suppress("HTD101", 1, 1)
+    assert NoqaComments(lines_with_endings(matching)).suppress("HTD101", 1, 1)
+    assert not NoqaComments(lines_with_endings(apart)).suppress("HTD101", 1, 1)

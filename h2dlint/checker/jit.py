@@ -12,7 +12,9 @@ from h2dlint.facts.summary import ModuleSummary
 # What compiles a function's source with TorchScript, when it decorates the function, its class, or is called
 # with it. (`torch.jit.ignore`/`unused` leave the body to Python, and `torch.jit.trace` records operations.)
 TORCHSCRIPT_COMPILERS = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.jit.interface"})
-_COMPILER_WORDS = ("script", "interface")  # in every name of TORCHSCRIPT_COMPILERS
+# In every name of TORCHSCRIPT_COMPILERS, and in any import of one under another name (`from torch.jit import
+# script as s`); "script" alone would match every `description` and `subscript`.
+_COMPILER_WORDS = ("jit",)
 IN_TORCHSCRIPT = "TorchScript compiles this code (`{how}`), and it cannot compile a call of the helper"
 
 
