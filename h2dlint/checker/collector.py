@@ -85,6 +85,7 @@ class _Collector(Walk, PropertyReads):
         self._plan_fix = plan_fix
         self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
         self._start_property_reads()
+        self._has_markers = any("h2dlint:" in line for line in lines)  # `markers.MARKER` needs it
 
     def run(self, module: ast.Module) -> None:
         self._walk_module(module)
@@ -98,7 +99,7 @@ class _Collector(Walk, PropertyReads):
 
     def _record_class(self, node: ast.ClassDef, qualname: str) -> None:
         bases = tuple(last_name(base) for base in node.bases)
-        marker = find_marker(self._lines, node.lineno, header_end(node, self._lines))
+        marker = self._header_marker(node)
         self.summary.classes[qualname] = ClassInfo(qualname, tuple(b for b in bases if b), marker)
 
     def _record_function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], qualname: str) -> None:
@@ -110,7 +111,7 @@ class _Collector(Walk, PropertyReads):
             line=node.lineno,
             class_qualname=method_class,
             parent=owner if owner != MODULE else None,
-            marker=find_marker(self._lines, node.lineno, header_end(node, self._lines)),
+            marker=self._header_marker(node),
             cache_decorator=cache_decorator(node.decorator_list),
             end_line=node.end_lineno or node.lineno,
             returns=written_type(node.returns) if node.returns is not None else returned_class(node, method_class),
@@ -303,7 +304,14 @@ class _Collector(Walk, PropertyReads):
         )
 
     def _marked_cold(self, span: Span) -> bool:
+        if not self._has_markers:
+            return False
         return find_marker(self._lines, span.row, span.end_row) is Marker.COLD and self._enabled("cold-marker")
+
+    def _header_marker(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]) -> Optional[Marker]:
+        """The marker comment of a `def` or `class` header; none where the file has no marker at all, without
+        scanning each header for its end."""
+        return find_marker(self._lines, node.lineno, header_end(node, self._lines)) if self._has_markers else None
 
     def _fix(self, found: Match) -> Tuple[Optional[Fix], Optional[str]]:
         if found.rewrite is None or self._plan_fix is None or any(self._captures):
