@@ -3,6 +3,9 @@
 At each node of a kind some rule looks at (`rules.context.NodeKind`) it calls `_check`; `collector.py`
 records what the rules match and what the walk meets.
 
+`walk_flow.py` holds the handlers of loops, comprehensions, `with` blocks and `if` statements, which enter
+those regions.
+
 The walk visits children in source order (where `ast`'s field order differs: decorators, call arguments,
 dict items, conditional expressions), so calls and sites are recorded in the order they are written.
 """
@@ -20,49 +23,31 @@ from typing import (
     List,
     Optional,
     Sequence,
-    Tuple,
     TypeVar,
     Union,
 )
 
-from h2dlint.facts.allowed_syncs import sync_allowed_region
+from h2dlint.checker.walk_flow import FlowWalk
 from h2dlint.facts.class_attributes import accelerator_attributes, host_default_attributes
-from h2dlint.facts.guards import (
-    cached_build_guard,
-    flag_branch,
-    guarded_attribute,
-    is_dropped,
-    is_once_flag_guard,
-    lazy_build_return,
-    once_flags,
-    returns_unless_flag,
-    tested_value,
-)
-from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests, runs_until_stopped
-from h2dlint.facts.memo import runtime_lazy_memo_key, runtime_memo_key
-from h2dlint.facts.multimodal_branches import tests_multimodal_presence
+from h2dlint.facts.guards import flag_branch, lazy_build_return, once_flags, returns_unless_flag
+from h2dlint.facts.memo import runtime_lazy_memo_key
 from h2dlint.facts.placement_conventions import conventions_from, mirror_names
-from h2dlint.facts.placement_regions import default_device, device_context, regions_possible
+from h2dlint.facts.placement_regions import default_device, regions_possible
 from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
-from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings, module_bindings
 from h2dlint.facts.comprehensions import Comprehensions
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.summary import LoopKind, LoopRegion
 from h2dlint.facts.syntax import child_nodes
 from h2dlint.rules.context import Context, Frame, FrameKind, NodeKind
 
 T = TypeVar("T")
 
-# Cached builds that a function dropping the cache (`self._meta = None` outside `__init__`) makes run again.
-_DROPPABLE_CACHES = frozenset({"one-time-guard-none", "one-time-guard-memo"})
-_Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
 Handler = Callable[["Walk", ast.AST], None]
 
 
-class Walk:
+class Walk(FlowWalk):
     """Visits a module once, keeping the frames and regions around the current node. A subclass records
     classes and functions (`_record_class`, `_record_function`) and adds handlers for the nodes it reads."""
 
@@ -150,13 +135,6 @@ class Walk:
     def _visit_optional(self, node: Optional[ast.AST]) -> None:
         if node is not None:
             self._visit(node)
-
-    def _visit_in_region(self, nodes: Iterable[ast.AST], region: LoopRegion) -> None:
-        """Visit `nodes` as code that runs once per iteration of a loop or comprehension."""
-        loops = self._frames[-1].loops
-        loops.append(region)
-        self._visit_all(nodes)
-        loops.pop()
 
     # --- scopes -------------------------------------------------------------------------------------------
 
@@ -249,114 +227,6 @@ class Walk:
     def _owner(self) -> str:
         """The function whose body the current node runs in, or MODULE."""
         return self.context.function_name
-
-    # --- loops: only the parts that run once per iteration ---------------------------------------------------
-
-    def _visit_for(self, node: Union[ast.For, ast.AsyncFor]) -> None:
-        self._visit(node.target)
-        if self._checks_iterables:
-            self._check(NodeKind.FOR_ITERABLE, node.iter)
-        self._visit(node.iter)
-        if self._is_fixed_iteration(node.iter):
-            self._visit_all(node.body)
-        else:
-            over_requests = iterates_requests(node.target, node.iter, self._request_loop_names)
-            self._visit_in_region(node.body, (LoopKind.REQUESTS if over_requests else LoopKind.LOOP, node.lineno))
-        self._visit_all(node.orelse)
-
-    def _visit_while(self, node: ast.While) -> None:
-        loops = self._frames[-1].loops
-        service = runs_until_stopped(node, self._service_loop_names)
-        loops.append((LoopKind.SERVICE if service else LoopKind.LOOP, node.lineno))
-        self._check_test(node.test)  # the test runs once per iteration too
-        self._visit_all([node.test, *node.body])
-        loops.pop()
-        self._visit_all(node.orelse)
-
-    def _visit_comprehension(self, node: _Comprehension) -> None:
-        """The element and the filters run per item; the outermost iterable runs once."""
-        self._names.note_comprehension(node)
-        # A generator's parentheses may be a call's (`sum(x for x in y)`), so it is placed at its element.
-        line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
-        region = (LoopKind.COMPREHENSION, line)
-        first, *inner = node.generators
-        elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-        if not inner and self._is_fixed_iteration(first.iter):
-            self._visit_all([*elements, first.target, first.iter, *first.ifs])
-            return
-        self._visit_in_region(elements, region)
-        self._visit(first.target)
-        self._visit(first.iter)
-        self._visit_in_region([*first.ifs, *inner], region)
-
-    def _is_fixed_iteration(self, iterable: ast.expr) -> bool:
-        return is_fixed_iteration(iterable, self._names) and self._enabled("one-time-fixed-iteration")
-
-    # --- CUDA-graph capture blocks -------------------------------------------------------------------------
-
-    def _visit_with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
-        self._visit_all(node.items)
-        devices = [d for d in (device_context(i.context_expr, self._names) for i in node.items) if d is not None]
-        allowed = self._sync_allowed_regions(node)
-        self.context.device_contexts.extend(devices)
-        self.context.sync_allowed.extend(allowed)
-        if not any(is_graph_capture(item.context_expr, self._names) for item in node.items):
-            self._visit_all(node.body)
-        else:
-            self._captures.append(node.lineno)
-            self._visit_all(node.body)
-            self._captures.pop()
-        del self.context.device_contexts[len(self.context.device_contexts) - len(devices) :]
-        del self.context.sync_allowed[len(self.context.sync_allowed) - len(allowed) :]
-
-    def _sync_allowed_regions(self, node: Union[ast.With, ast.AsyncWith]) -> List[str]:
-        allowed = self._settings.sync_allowed_contexts
-        found = (sync_allowed_region(item.context_expr, allowed) for item in node.items)
-        return [why for why in found if why is not None]
-
-    # --- one-time cached builds: `if self._x is None:` / `if not hasattr(self, "_x"):` ---------------------------
-
-    def _visit_if(self, node: ast.If) -> None:
-        self._check_test(node.test)
-        self._visit(node.test)
-        guarded = tested_value(node.test, self._names)
-        guard = cached_build_guard(node.test, node.body, guarded)
-        dropped = guard in _DROPPABLE_CACHES and is_dropped(
-            guarded_attribute(node.test, guarded), self._module, self._source(), self._settings.is_cold_name
-        )
-        if dropped:
-            guard = None  # a cache that per-call code drops (`self._meta = None` per forward) is rebuilt each time
-        if guard is None and is_once_flag_guard(node.test, self._once_flags):
-            guard = "one-time-guard-once-flag"
-        guard = self._switched_on(guard)
-        if guard is not None:
-            self._visit_guarded(node.body, guard, runtime_memo_key(node.test, node.body, self._names.value_at))
-            self._visit_all(node.orelse)
-        else:
-            self._visit_branches(node.test, node.body, node.orelse)
-
-    def _visit_branches(self, test: ast.expr, body: Sequence[ast.AST], orelse: Sequence[ast.AST]) -> None:
-        """The two branches of `if test:`, the one that a capture or debugging flag selects under its one-time
-        guard, and a body taken only with images, audio or video as such."""
-        flagged = flag_branch(test, self._enabled)
-        multimodal = self._multimodal_branches and tests_multimodal_presence(test)
-        if multimodal and flagged is None:
-            self.context.multimodal_branches.append(test.lineno)
-            self._visit_all(body)
-            self.context.multimodal_branches.pop()
-        else:
-            self._visit_branch(body, flagged, True)
-        self._visit_branch(orelse, flagged, False)
-
-    def _visit_branch(self, branch: Sequence[ast.AST], flagged: Optional[Tuple[str, bool]], is_body: bool) -> None:
-        """`branch` (the body, or the `else`) under the guard of `flagged` (`flag_branch`) when that selects it."""
-        if flagged is not None and flagged[1] is is_body:
-            self._visit_guarded(branch, flagged[0], False)
-        else:
-            self._visit_all(branch)
-
-    def _switched_on(self, guard: Optional[str]) -> Optional[str]:
-        return guard if guard is not None and self._enabled(guard) else None
 
     # --- expressions whose fields are not in source order ----------------------------------------------------
 
