@@ -10,7 +10,7 @@ from typing import AbstractSet, Dict, List, Optional, Tuple
 
 from h2dlint.facts.heat import Heat
 from h2dlint.facts.summary import CallRef, FunctionInfo, ModuleSummary
-from h2dlint.project.hotness import loop_root
+from h2dlint.project.hotness_roots import loop_root
 
 # What propagation never reads: where functions and calls are (it names the line only of a loop call), the
 # sites, which decide only their own module's findings, and the placement exports, which only other files'
