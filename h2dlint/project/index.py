@@ -5,7 +5,7 @@ Each file's `ModuleSummary` lists the functions it defines, the calls it makes (
 
 - `f()` and `X.m()` through imports (`from pkg.batch import Batch`, `import pkg.utils as u`), following
   re-exports in `__init__.py` files, star imports (`from .common import *`) included;
-- `self.m()` / `super().m()` through base classes defined in other files;
+- `self.m()` / `super().m()` through base classes defined in other files (`index_hierarchy`);
 - `self.pool.alloc()`, `batch.prepare()`, `self.runner.backend.plan()` on a receiver whose class is known:
   an instance attribute given a class (`self.pool = Pool(...)`, `self.pool: Pool`, a class-body field
   `pool: Pool`, `self.pool = pool` with `pool: Pool`, `self.pool = self.make_pool()` where
@@ -24,11 +24,12 @@ changes the findings of another.
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph, edges_for
 from h2dlint.facts.heat import Key
 from h2dlint.facts.summary import CallKind, CallRef, FunctionInfo, ModuleSummary
+from h2dlint.project.index_hierarchy import ClassHierarchy
 from h2dlint.project.module_names import absolute_import, components, suffix_index
 from h2dlint.project.receiver_classes import ReceiverClasses
 
@@ -58,7 +59,7 @@ _BUILTIN_METHODS = frozenset(
 NEVER_BY_NAME = _TENSOR_AND_MODULE_METHODS | _BUILTIN_METHODS
 
 
-class ProjectGraph(ReceiverClasses, CallGraph):
+class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
     """Functions and calls of every module of a project, resolved across files."""
 
     def __init__(self, modules: Dict[str, ModuleSummary], paths: Dict[str, str]) -> None:
@@ -167,10 +168,6 @@ class ProjectGraph(ReceiverClasses, CallGraph):
         found = target is not None and target[1] is not None and self.function(target) is not None  # type: ignore
         return target if found else None  # type: ignore[return-value]
 
-    def first_in_hierarchy(self, cls: Key, find: Callable[[Key], Optional[List[Key]]]) -> List[Key]:
-        """What `find` gives for `cls` or the first of its bases, across files, that it is defined for."""
-        return self._first_in_hierarchy(cls, find)
-
     # --- resolution -------------------------------------------------------------------------------------------
 
     def _resolve(self, module: str, call: CallRef) -> List[Key]:
@@ -239,31 +236,6 @@ class ProjectGraph(ReceiverClasses, CallGraph):
             targets += [m for m in found if m not in targets]
         return targets
 
-    def _overrides(self, cls: Key, name: str) -> List[Key]:
-        """`name` as the project's subclasses of `cls` define it, at any depth."""
-        found: List[Key] = []
-        seen = {cls}
-        queue = list(self._subclasses().get(cls, ()))
-        while queue:
-            sub = queue.pop(0)
-            if sub in seen:
-                continue
-            seen.add(sub)
-            own = (sub[0], f"{sub[1]}.{name}")
-            if self.function(own) is not None:
-                found.append(own)
-            queue += self._subclasses().get(sub, ())
-        return found
-
-    def _subclasses(self) -> Dict[Key, List[Key]]:
-        if self._subclass_index is None:
-            self._subclass_index = {}
-            for module, summary in self._modules.items():
-                for qualname in summary.classes:
-                    for base in self._bases((module, qualname)):
-                        self._subclass_index.setdefault(base, []).append((module, qualname))
-        return self._subclass_index
-
     def _receiver_classes(self, module: str, call: CallRef) -> List[Key]:
         own = self._local[module].enclosing_class(call.caller)
         return self.classes_of(module, (module, own) if own is not None else None, call.receiver or ("",))
@@ -274,49 +246,6 @@ class ProjectGraph(ReceiverClasses, CallGraph):
             return []
         # The local graph already looked in this class and its local bases; what is left is inherited.
         return [m for base in self._bases((module, cls)) for m in self._method(base, call.name)][:1]
-
-    def _method(self, cls: Key, name: str) -> List[Key]:
-        """`cls.name`, or the method it inherits, following base classes across modules."""
-
-        def defined_in(owner: Key) -> Optional[List[Key]]:
-            summary = self._modules.get(owner[0])
-            aliases = summary.method_aliases.get(owner[1], {}).get(name, ()) if summary is not None else ()
-            methods = [(owner[0], f"{owner[1]}.{m}") for m in (name, *aliases)]  # an alias shadows the method
-            return [m for m in methods if self.function(m) is not None] or None
-
-        return self._first_in_hierarchy(cls, defined_in)
-
-    def _first_in_hierarchy(
-        self, cls: Key, find: Callable[[Key], Optional[List[Key]]], depth: int = 0
-    ) -> List[Key]:
-        """What `find` gives for the first class that defines it (None: not defined there): `cls`, then its
-        bases depth first in declaration order; at most 20 levels, so a cycle of bad bases cannot recurse."""
-        found = find(cls)
-        if found is not None:
-            return found
-        if depth > 20:
-            return []
-        for base in self._bases(cls):
-            found = self._first_in_hierarchy(base, find, depth + 1)
-            if found:
-                return found
-        return []
-
-    def _bases(self, cls: Key) -> List[Key]:
-        module, qualname = cls
-        summary = self._modules.get(module)
-        info = summary.classes.get(qualname) if summary is not None else None
-        if info is None:
-            return []
-        found = []
-        for base in info.bases:
-            if base in summary.classes and "." not in base:  # type: ignore[union-attr]
-                found.append((module, base))
-                continue
-            target = self._lookup(module, base)
-            if target is not None and target[1] is not None and target[1] in self._modules[target[0]].classes:
-                found.append(target)  # type: ignore[arg-type]
-        return found
 
     def _by_name(self, name: str, receiver: Optional[str] = None, module: str = "") -> List[Key]:
         """`name` on an object of unknown class; `receiver` is the name it goes by (`markov_head`), and when
