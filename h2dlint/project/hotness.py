@@ -137,7 +137,7 @@ def _cold_module(
 
 def _cold_heat(function: FunctionInfo, summary: ModuleSummary, module: str, settings: Settings) -> Optional[Heat]:
     qualname = function.qualname
-    marked = marked_heat(function, summary, module, Marker.COLD) if settings.enabled("cold-marker") else None
+    marked = marked_heat(function, summary, module, Marker.COLD, settings)
     if marked is not None:
         return marked
     by_name = settings.cold_name_heuristic(function.name, class_name_of(function))

@@ -47,7 +47,7 @@ def _hot_root(
 ) -> Optional[Heat]:
     """The heat a function has of itself: a marker, a per-step name, a custom-op registration."""
     qualname = function.qualname
-    marked = marked_heat(function, summary, module, Marker.HOT) if settings.enabled("hot-marker") else None
+    marked = marked_heat(function, summary, module, Marker.HOT, settings)
     if marked is not None:
         return marked
     by_name = settings.hot_name_heuristic(function.name, class_name_of(function))
@@ -112,8 +112,14 @@ def _loop_kind(call: CallRef) -> Tuple[LoopKind, str]:
     return LoopKind.LOOP, "hot-called-in-loop"
 
 
-def marked_heat(function: FunctionInfo, summary: ModuleSummary, module: str, marker: Marker) -> Optional[Heat]:
-    """The heat that `# h2dlint: hot|cold` (`marker`) on the function, or else on its class, gives it."""
+def marked_heat(
+    function: FunctionInfo, summary: ModuleSummary, module: str, marker: Marker, settings: Settings
+) -> Optional[Heat]:
+    """The heat that `# h2dlint: hot|cold` (`marker`) on the function, or else on its class, gives it, unless
+    that marker's heuristic is switched off."""
+    heuristic = f"{marker.value}-marker"
+    if not settings.enabled(heuristic):
+        return None
     cls = summary.classes.get(function.class_qualname or "")
     if function.marker is marker:
         origin = f"`{HERE}{function.qualname}` is marked `# h2dlint: {marker.value}`"
@@ -121,7 +127,6 @@ def marked_heat(function: FunctionInfo, summary: ModuleSummary, module: str, mar
         origin = f"class `{HERE}{cls.qualname}` is marked `# h2dlint: {marker.value}`"
     else:
         return None
-    heuristic = f"{marker.value}-marker"
     return Heat(marker is Marker.HOT, origin, f"marked {marker.value}", module=module, heuristic=heuristic)
 
 
