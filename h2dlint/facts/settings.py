@@ -234,7 +234,7 @@ def _matches_any(name: str, class_name: Optional[str], patterns: Tuple[str, ...]
     if _matches_name(name, patterns):
         return True
     # Only dotted patterns see the class: `*decode*` must not make every method of `DecodeCache` hot.
-    if class_name is None or not _has_dotted(patterns):
+    if class_name is None:
         return False
     qualified = _split_patterns(patterns)[1]
     return any(qualified(f"{class_name}.{n}") is not None for n in (name, _bare(name)))
@@ -251,11 +251,6 @@ def _matches_name(name: str, patterns: Tuple[str, ...]) -> bool:
 
 def _bare(name: str) -> str:
     return name.lstrip("_") or name
-
-
-@functools.lru_cache(maxsize=512)
-def _has_dotted(patterns: Tuple[str, ...]) -> bool:
-    return any("." in p for p in patterns)
 
 
 def _first_match(name: str, class_name: Optional[str], table: NameTable) -> Optional[str]:
