@@ -17,7 +17,7 @@ from h2dlint.checker.walk import WALK_HANDLERS, Walk
 from h2dlint.facts.arguments import borrowed_device
 from h2dlint.facts.dispatch import declares_interface, method_aliases, record_table, table_called
 from h2dlint.facts.error_paths import always_raises
-from h2dlint.facts.markers import find_marker, header_end
+from h2dlint.facts.markers import find_marker, header_end, may_hold_markers
 from h2dlint.facts.placement_fields import REPLACE, stored_attributes
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.positions import span_of
@@ -85,7 +85,7 @@ class _Collector(Walk, PropertyReads):
         self._plan_fix = plan_fix
         self._registered_ops: List[Tuple[str, str, str]] = []  # (registering scope, function name, how)
         self._start_property_reads()
-        self._has_markers = any("h2dlint:" in line for line in lines)  # `markers.MARKER` needs it
+        self._has_markers = may_hold_markers(self._source())
 
     def run(self, module: ast.Module) -> None:
         self._walk_module(module)

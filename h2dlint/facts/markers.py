@@ -14,6 +14,11 @@ _Scope = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 MARKER = re.compile(r"#\s*h2dlint:\s*(hot|cold)\b")
 
 
+def may_hold_markers(text: str) -> bool:
+    """Whether `text` may hold a marker at all: every match of `MARKER` contains "h2dlint:"."""
+    return "h2dlint:" in text
+
+
 def find_marker(lines: Sequence[str], first: int, last: int) -> Optional[Marker]:
     """The `# h2dlint: hot|cold` marker on 1-based lines first..last, if any."""
     for line in lines[first - 1 : last]:

@@ -23,12 +23,13 @@ class NoqaComments:
 
     def __init__(self, lines: Sequence[str]) -> None:
         self._lines = lines
-        has_noqa = "noqa" in "".join(lines).lower()  # one pass in C: most files have none
-        self._noqa_rows = [row for row, line in enumerate(lines, 1) if NOQA.search(line)] if has_noqa else []
+        self._noqa_rows: Optional[List[int]] = None  # looked for at the first finding: most files have none
         self._ranges: Optional[List[Tuple[int, int]]] = None
 
     def suppress(self, code: str, first_row: int, last_row: int) -> bool:
         """Whether a finding `code` spanning rows `first_row..last_row` (1-based) has a matching `# noqa`."""
+        if self._noqa_rows is None:
+            self._noqa_rows = _noqa_rows(self._lines)
         rows = [row for row in self._noqa_rows if _suppresses(self._lines[row - 1], code)]
         if not rows or any(first_row <= row <= last_row for row in rows):
             return bool(rows)
@@ -36,6 +37,13 @@ class NoqaComments:
             self._ranges = _joined_ranges(self._lines)
         joined = [(start, end) for start, end in self._ranges if start <= last_row and end >= first_row]
         return any(start <= row <= end for row in rows for start, end in joined)
+
+
+def _noqa_rows(lines: Sequence[str]) -> List[int]:
+    """The rows (from 1) holding a `# noqa` comment; one pass in C decides for the many files that have none."""
+    if "noqa" not in "".join(lines).lower():
+        return []
+    return [row for row, line in enumerate(lines, 1) if NOQA.search(line)]
 
 
 def _suppresses(line: str, code: str) -> bool:
