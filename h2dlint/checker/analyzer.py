@@ -16,12 +16,13 @@ from h2dlint.checker.file_summary import (  # noqa: F401 - this module's API bef
     failure_reason,
 )
 from h2dlint.checker.jit import without_fixes_in_jit_code
+from h2dlint.checker.walk import placements_of
 from h2dlint.facts.noqa import NoqaComments
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.recursion import with_room_to_recurse
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError
-from h2dlint.facts.summary import ModuleSummary
+from h2dlint.facts.summary import ModuleSummary, PlacementExports
 from h2dlint.rules import Rule
 from h2dlint.rules.fix_plan import plan_fix
 
@@ -52,6 +53,20 @@ def _parse_and_summarize(text: str, lines: Sequence[str], rules: Sequence[Rule],
     tree = _parse(text)
     summary = summarize(tree, lines, rules, partial(plan_fix, tree=tree, lines=lines), settings)
     return without_fixes_in_jit_code(summary, tree, text)
+
+
+def placement_exports(text: str, settings: Settings) -> PlacementExports:
+    """What `text`'s placement analysis tells other files (`ModulePlacements.exports`), asked by the project
+    of the files its questions reach; nothing for a file that cannot be parsed."""
+    try:
+        return with_room_to_recurse(_parse_and_export, text, settings)
+    except (SourceError, RecursionError):
+        return PlacementExports()
+
+
+def _parse_and_export(text: str, settings: Settings) -> PlacementExports:
+    placements = placements_of(_parse(text), source_lines(text), settings)
+    return placements.exports() if placements is not None else PlacementExports()
 
 
 def _parse(text: str) -> ast.Module:

@@ -93,7 +93,7 @@ class _Collector(Walk, PropertyReads):
         self._add_property_reads()
         placements = self.context.placements or self.module_placements(module)
         if placements is not None:
-            self.summary.returns, self.summary.attribute_placements = placements.exports()
+            self.summary.attribute_names, self.summary.filled_records = placements.attribute_names()
 
     # --- scopes -------------------------------------------------------------------------------------------
 

@@ -91,12 +91,9 @@ class Walk(FlowWalk):
         self._visit_all(module.body)
 
     def module_placements(self, module: ast.Module) -> Optional[ModulePlacements]:
-        """The placement knowledge of a module walked without rules, for what it tells other files
-        (`ModulePlacements.exports`); None when it uses no torch, so can build no tensor."""
-        if not any("torch" in line for line in self._lines):
-            return None
-        return ModulePlacements(module, module_bindings(module, self._walrus), conventions_from(self._settings),
-                                self._walrus, self._mirrors(), regions_possible(self._source()), self._source())
+        """The placement knowledge of a module walked without rules, for the attributes its classes hold
+        (`ModulePlacements.attribute_names`); None when it uses no torch, so can build no tensor."""
+        return placements_of(module, self._lines, self._settings, self._source())
 
     def _mirrors(self) -> FrozenSet[str]:
         """The names like a host mirror (`seq_lens_cpu`) that the source uses: only their tensors' mirrors are
@@ -276,6 +273,20 @@ def _once(compute: Callable[[], T]) -> Callable[[], T]:
         return results[0]
 
     return first_result
+
+
+def placements_of(
+    module: ast.Module, lines: Sequence[str], settings: Settings, source: Optional[str] = None
+) -> Optional[ModulePlacements]:
+    """A fresh placement knowledge of `module` (whose `lines` join to `source`), as the walk builds it but
+    sharing nothing with a walk: for what it tells other files (`ModulePlacements.exports`). None when it uses
+    no torch, so can build no tensor."""
+    if not any("torch" in line for line in lines):
+        return None
+    text = "\n".join(lines) if source is None else source
+    walrus = any(":=" in line for line in lines)
+    return ModulePlacements(module, module_bindings(module, walrus), conventions_from(settings), walrus,
+                            mirror_names(text), regions_possible(text), text)
 
 
 def _handlers_for(handlers: Dict[type, Handler], kinds: AbstractSet[NodeKind]) -> Dict[type, Handler]:

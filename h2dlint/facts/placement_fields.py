@@ -66,14 +66,20 @@ class RecordFields:
     constructor calls. It uses the host's `_classes`, `_source`, `_functions_at`, `scope` and `_names_for`."""
 
     _fills: Optional[Dict[str, Dict[str, List[FieldFill]]]] = None
+    _records: Optional[Dict[str, Tuple[str, ...]]] = None
 
     def fills_of(self, class_name: str) -> Dict[str, List[FieldFill]]:
         """Field -> what the constructor calls of record class `class_name` in this file pass for it."""
         if self._fills is None:
-            source = self._source  # type: ignore[attr-defined]
-            records = record_classes(self._classes, source)  # type: ignore[attr-defined]
-            self._fills = field_fills(records, self._functions_at, source) if records else {}  # type: ignore
+            records = self.constructed_records()
+            self._fills = field_fills(records, self._functions_at, self._source) if records else {}  # type: ignore
         return self._fills.get(class_name, {})
+
+    def constructed_records(self) -> Dict[str, Tuple[str, ...]]:
+        """The record classes of this file that it may construct, with their fields in order."""
+        if self._records is None:
+            self._records = record_classes(self._classes, self._source)  # type: ignore[attr-defined]
+        return self._records
 
     def filled(self, class_name: str, field: str, depth: int) -> List[Optional[Placement]]:
         """Where each constructor call puts `field` of record class `class_name`; None for a call whose value

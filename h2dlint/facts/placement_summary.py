@@ -36,7 +36,7 @@ from h2dlint.facts.placement_typed import TypedReceivers, class_fields
 from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agreed
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.summary import ExportedPlacement, PlacementQuery
+from h2dlint.facts.summary import ExportedPlacement, PlacementExports, PlacementQuery
 from h2dlint.facts.syntax import last_name
 from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 
@@ -254,11 +254,11 @@ class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordF
 
     # --- for other files ----------------------------------------------------------------------------------------
 
-    def exports(self) -> Tuple[Dict[str, ExportedPlacement], Dict[str, Dict[str, Optional[ExportedPlacement]]]]:
+    def exports(self) -> PlacementExports:
         """What other files may ask of this one: the placement of what each top-level function and method
         returns (by qualname), where known or passed on; of each attribute its top-level classes assign (None
         where unknown). Only returns and assignments whose value could be a tensor (`MAY_BE_TENSOR`) are
-        worked out."""
+        worked out. Asked of a fresh instance, so the answers never rest on what a walk asked first."""
         self._exporting = True  # see `CallerArguments.passed`
         returns: Dict[str, ExportedPlacement] = {}
         for function, owner in self._top_level_functions():
@@ -282,7 +282,18 @@ class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordF
             }
             for cls in self._classes
         }
-        return returns, {cls: table for cls, table in attributes.items() if table}
+        return PlacementExports(returns, {cls: table for cls, table in attributes.items() if table})
+
+    def attribute_names(self) -> Tuple[Dict[str, Tuple[str, ...]], Tuple[str, ...]]:
+        """The names of `exports`' attribute tables, class by class, found without placing anything, but for
+        the fields that constructor calls fill; and the record classes such calls construct, whose tables may
+        name more (`RecordFields.fills_of`, which walks those calls). Every file's summary keeps both, for the
+        project to know which class holds an attribute (or its mirror)."""
+        names = {
+            cls: tuple(dict.fromkeys([*self._fields(cls), *self._accessors(cls), *self._assignments_of(cls)]))
+            for cls in self._classes
+        }
+        return {cls: found for cls, found in names.items() if found}, tuple(self.constructed_records())
 
     def _names_for(self, function: FunctionNode, class_name: Optional[str]) -> NameResolver:
         scopes = [self._module_scope]

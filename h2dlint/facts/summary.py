@@ -186,6 +186,17 @@ class ExportedPlacement:
 
 
 @dataclass(frozen=True)
+class PlacementExports:
+    """What one file's placement analysis tells the others (`placement_summary.ModulePlacements.exports`):
+    where what each top-level function and method returns lives (by qualname: `make_ids`, `Pool.alloc`), and
+    what each attribute of a top-level class holds (None: assigned there, placement unknown). Worked out on
+    demand, only for the files a question reaches, and cached by content (`project.placement_demand`)."""
+
+    returns: Dict[str, ExportedPlacement] = field(default_factory=dict)
+    attributes: Dict[str, Dict[str, Optional[ExportedPlacement]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PlacedVariant:
     """What a rule reports at a pending site if the query's answer is `place` (a `Place` value); `evidence`
     in `problem` and `placement` stands for the answer's evidence (`PENDING_EVIDENCE`)."""
@@ -268,11 +279,11 @@ class ModuleSummary:
     # Method aliases (`facts.dispatch`): class qualname -> instance attribute -> the methods of the class bound
     # to it (`self.update = self.update_sliding_window`: "update" -> ("update_sliding_window",)).
     method_aliases: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
-    # For other files (`facts.placement_exports`): where what each top-level function and method returns
-    # lives (by qualname: `make_ids`, `Pool.alloc`), and what each attribute of a top-level class holds
-    # (None: assigned there, placement unknown).
-    returns: Dict[str, ExportedPlacement] = field(default_factory=dict)
-    attribute_placements: Dict[str, Dict[str, Optional[ExportedPlacement]]] = field(default_factory=dict)
+    # The attributes each top-level class assigns or declares (the names of `PlacementExports.attributes`,
+    # whose placements are worked out only for the files another file asks: `project.placement_links`).
+    attribute_names: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    # The record classes whose constructor calls in the file fill fields: their tables may name more.
+    filled_records: Tuple[str, ...] = ()
     # The last name of everything the file calls (`f(...)`, `torch.ops.vllm.lora_shrink(...)`: "f",
     # "lora_shrink"): whether anything calls a custom op by its registered name (`project.hotness`).
     called_names: Set[str] = field(default_factory=set)

@@ -5,6 +5,8 @@ project root; `$H2DLINT_CACHE_DIR` overrides both), as ruff keeps `.ruff_cache/`
 
     .gitignore                      `*`: the cache is never committed
     <run key>/files/ab/abcdef...    one file's `FileSummary`, named by the hash of its content
+    <run key>/files/ab/abcdef...-placements
+                                    its placement exports, once another file asked (`placement_demand`)
     <run key>/runs/<project key>    one project's last run: paths -> (mtime, size, content hash), the results
                                     and the project heat, the run's files and function names (for reusing
                                     that heat after edits)
@@ -36,7 +38,7 @@ import hashlib
 import os
 import pickle
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Optional, Tuple, Union
+from typing import AbstractSet, Any, Dict, Iterator, Optional, Tuple, Union
 
 import h2dlint
 from h2dlint.facts.settings import Settings
@@ -50,6 +52,7 @@ Stat = Tuple[int, int]  # (mtime in ns, size)
 # keys (settings, and h2dlint versions: each edit of h2dlint's own code starts a new one).
 KEPT_RUNS = 16
 KEPT_RUN_KEYS = 4
+_EXPORTS = "-placements"  # the suffix of a file's placement exports, beside its summary
 
 
 def content_key(data: bytes) -> str:
@@ -83,8 +86,10 @@ class LastRun:
         heat: Any = None,  # the project heat per file, for one-file faces such as flake8
         layout: str = "",  # digest of the run's files, in order: a run over the same files may reuse `heat`
         names: Any = None,  # the names of all the functions of the run's files
+        asked: AbstractSet[str] = frozenset(),  # the files whose placement exports the run read, by absolute path
     ) -> None:
         self.stats = {} if stats is None else stats
+        self.asked = asked
         self.fingerprint, self.results, self.layout = fingerprint, results, layout
         self._later: Union[Tuple[Any, Any], bytes] = (heat, names)  # or pickled, as stored
 
@@ -108,11 +113,14 @@ class LastRun:
         later = self._later
         if not isinstance(later, bytes):
             later = pickle.dumps(later, protocol=pickle.HIGHEST_PROTOCOL)
-        return (_stored_run, (self.stats, self.fingerprint, self.results, self.layout, later))
+        return (_stored_run, (self.stats, self.fingerprint, self.results, self.layout, later, self.asked))
 
 
-def _stored_run(stats: Dict[str, Tuple[Stat, str]], fingerprint: str, results: Any, layout: str, later: bytes) -> LastRun:
-    found = LastRun(stats, fingerprint, results, layout=layout)
+def _stored_run(
+    stats: Dict[str, Tuple[Stat, str]], fingerprint: str, results: Any, layout: str, later: bytes,
+    asked: AbstractSet[str],
+) -> LastRun:
+    found = LastRun(stats, fingerprint, results, layout=layout, asked=asked)
     found._later = later
     return found
 
@@ -143,6 +151,13 @@ class Cache:
 
     def store_summary(self, key: str, summary: Any) -> None:
         self._write(self._entry(key), summary)
+
+    def load_exports(self, key: str) -> Any:
+        """The placement exports of the file content `key` (`project.placement_demand`), or None."""
+        return self.load_summary(key + _EXPORTS)
+
+    def store_exports(self, key: str, exports: Any) -> None:
+        self.store_summary(key + _EXPORTS, exports)
 
     def load_last_run(self) -> LastRun:
         try:

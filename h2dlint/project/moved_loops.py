@@ -13,12 +13,13 @@ from h2dlint.facts.summary import CallRef, FunctionInfo, ModuleSummary
 from h2dlint.project.hotness_roots import loop_root
 
 # What propagation never reads: where functions and calls are (it names the line only of a loop call), the
-# sites, which decide only their own module's findings, and the placement exports, which only other files'
+# sites, which decide only their own module's findings, and the attributes classes hold, which only other files'
 # pending sites read (`placement_links.relink` resolves those again). Any other field, present or added later,
 # counts.
 _NOT_READ = frozenset(
     {(ModuleSummary, "sites"), (FunctionInfo, "line"), (FunctionInfo, "end_line"), (CallRef, "line"),
-     (CallRef, "capture_line"), (ModuleSummary, "returns"), (ModuleSummary, "attribute_placements")}
+     (CallRef, "capture_line"), (ModuleSummary, "attribute_names"),
+     (ModuleSummary, "filled_records")}
 )
 MovedLoops = Dict[str, Heat]  # the tag of a loop root before an edit -> that root after it
 

@@ -5,8 +5,8 @@ tensor comes from a function it imports (`ids = make_ids()`, `ids_mod.make_ids()
 attribute one of its classes inherits from a class in another file, or from a field or method of an object
 whose class another file defines (`meta.seq_lens` with `meta: Metadata`), the site is recorded *pending*: with the
 question (`PlacementQuery`) and what the rule reports for each answer (`PlacedVariant`). Once every file is
-summarised, the question is asked of the file that defines the function or class (its `ModuleSummary.returns`
-and `attribute_placements`; for a field, also a `<name>_cpu` mirror the class declares), through imports,
+summarised, the question is asked of the file that defines the function or class (its exports, worked out
+then: `placement_demand`; for a field, also a `<name>_cpu` mirror the class declares), through imports,
 re-exports and base classes as the index resolves calls. The
 site then becomes the variant for the answer, with the evidence naming the other file ("`ids` is returned by
 `make_ids()` (pkg/ids.py), where it is built on the host by `torch.zeros(...)` at line 3"), or stays pending:
@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, Key
 from h2dlint.facts.placement_conventions import mirror_of
 from h2dlint.facts.placement_typed import mirror_evidence
 from h2dlint.facts.placement_values import Place
-from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementQuery, Site
-from h2dlint.project.cache import Cache, Stat
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementExports, PlacementQuery, Site
+from h2dlint.project.cache import Cache, LastRun, Stat
 from h2dlint.project.files import Candidate
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.index import ProjectGraph
+from h2dlint.project.placement_demand import DemandedExports, exports_of_file
 from h2dlint.rules.device_to_host import mirror_remedy
 
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
@@ -46,11 +48,16 @@ def has_pending(file: FileSummary) -> bool:
 class PlacementLinks:
     """Answers to the placement questions of a project's files, from the summaries of the files asked."""
 
-    def __init__(self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], paths: Dict[str, str]) -> None:
-        """`modules` and `paths` (the file of each module, as the run names it) by module name, as in `graph`."""
+    def __init__(
+        self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], paths: Dict[str, str],
+        exports: Callable[[str], PlacementExports],
+    ) -> None:
+        """`modules` and `paths` (the file of each module, as the run names it) by module name, as in `graph`;
+        `exports` gives a module's exports (`placement_demand.DemandedExports`)."""
         self._graph = graph
         self._modules = modules
         self._paths = paths
+        self._exports = exports
         self._stored_anywhere: Optional[FrozenSet[str]] = None
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
@@ -108,7 +115,7 @@ class PlacementLinks:
         if query.kind == "typed":
             return self._typed(module, query)
         if query.kind == "record":
-            exported = self._modules[module].attribute_placements.get(query.owner, {}).get(query.name)
+            exported = self._attribute(module, query.owner, query.name)
             trusted = self._trusted((module, query.owner), query.name, exported)
             return module, trusted, f"is `{query.owner}.{query.name}`"
         if query.kind in ("method", "typed-method"):
@@ -153,7 +160,7 @@ class PlacementLinks:
         if not found:
             return None
         owner = found[0]
-        return owner, self._trusted(owner, name, self._modules[owner[0]].attribute_placements[owner[1]][name])
+        return owner, self._trusted(owner, name, self._attribute(owner[0], owner[1], name))
 
     def _trusted(self, cls: Key, name: str, exported: Optional[ExportedPlacement]) -> Optional[ExportedPlacement]:
         """`exported`, unless it is what the constructor calls of record class `cls` put in its field `name`
@@ -176,63 +183,91 @@ class PlacementLinks:
 
     def _mirror(self, cls: Key, name: str) -> Optional[str]:
         """The host mirror (`seq_lens_cpu`) that class `cls` declares or assigns for its attribute `name`."""
-        return mirror_of(name, frozenset(self._modules[cls[0]].attribute_placements.get(cls[1], {})))
+        return mirror_of(name, frozenset(self._attribute_names(cls)))
 
     def _returned(self, function: Key) -> Optional[ExportedPlacement]:
-        return self._modules[function[0]].returns.get(function[1])
+        return self._exports(function[0]).returns.get(function[1])
+
+    def _attribute(self, module: str, owner: str, name: str) -> Optional[ExportedPlacement]:
+        return self._exports(module).attributes.get(owner, {}).get(name)
 
     def _defined(self, cls: Key, name: str) -> Optional[List[Key]]:
         method = (cls[0], f"{cls[1]}.{name}")
         return [method] if self._graph.function(method) is not None else None
 
     def _assigns(self, cls: Key, name: str) -> bool:
-        return name in self._modules[cls[0]].attribute_placements.get(cls[1], {})
+        return name in self._attribute_names(cls)
+
+    def _attribute_names(self, cls: Key) -> Tuple[str, ...]:
+        """The attributes class `cls` assigns or declares; for a record its file constructs, with the fields
+        those calls fill, which only its exports name."""
+        summary = self._modules[cls[0]]
+        names = summary.attribute_names.get(cls[1], ())
+        if cls[1] not in summary.filled_records:
+            return names
+        return (*names, *self._exports(cls[0]).attributes.get(cls[1], {}))
 
 
 def relink(
     candidates: Sequence[Candidate],
     cache: Cache,
-    old_keys: Dict[str, _Keyed],
+    last: LastRun,
     stats: Dict[str, _Keyed],
     heat: Dict[str, Tuple[str, Dict[str, Heat]]],
     files: Dict[str, FileSummary],
-    min_level: str,
+    settings: Settings,
     results: Dict[str, FileResult],
-) -> bool:
+) -> Optional[AbstractSet[str]]:
     """After edits that leave the heat as it was (`run._recheck_changed`), the findings of every file with
     pending sites, recomputed in `results` when an edited file (`files`, by path as given) exports other
-    placements than before or has pending sites itself; the heat is not propagated again. `old_keys` and
-    `stats` are the content keys before and after, `heat` the module and heat of each file, all by absolute
-    path. False when a summary it needs is no longer in the cache."""
-    edited = [(p, f) for p, f in files.items() if old_keys[os.path.abspath(p)][1] != stats[os.path.abspath(p)][1]]
-    if not any(has_pending(file) or _exports_changed(cache, old_keys, path, file) for path, file in edited):
-        return True
+    placements than before or has pending sites itself; the heat is not propagated again. `stats` holds the
+    content keys after the edits, `heat` the module and heat of each file, both by absolute path. Returns the
+    files whose exports the findings now read (`LastRun.asked`); None when a summary it needs is no longer in
+    the cache."""
+    edited = [(p, f) for p, f in files.items() if last.stats[os.path.abspath(p)][1] != stats[os.path.abspath(p)][1]]
+    if not any(has_pending(file) or _exports_changed(cache, last, stats, settings, p, file) for p, file in edited):
+        return last.asked
     summaries: Dict[str, FileSummary] = {}
     for candidate in candidates:
         if candidate.error is None:
             full = os.path.abspath(candidate.path)
             found = files.get(candidate.path) or cache.load_summary(stats[full][1])
             if not isinstance(found, FileSummary):
-                return False
+                return None
             summaries[candidate.path] = found
     modules = {path: heat[os.path.abspath(path)][0] for path in summaries}
     by_module, paths = {modules[p]: f.summary for p, f in summaries.items()}, {m: p for p, m in modules.items()}
-    links = PlacementLinks(ProjectGraph(by_module, paths), by_module, paths)
+    demand = DemandedExports(settings, cache, paths, {p: stats[os.path.abspath(p)][1] for p in summaries})
+    links = PlacementLinks(ProjectGraph(by_module, paths), by_module, paths, demand)
     for path, file in summaries.items():
         if has_pending(file):
             module, file_heat = heat[os.path.abspath(path)]
-            found = diagnostics(links.resolved(file, module), file_heat, module, min_level)
+            found = diagnostics(links.resolved(file, module), file_heat, module, settings.min_level)
             results[path] = FileResult(path, found, file.error)
-    return True
+    return frozenset(demand.asked)
 
 
-def _exports_changed(cache: Cache, old_keys: Dict[str, _Keyed], path: str, new: FileSummary) -> bool:
-    old = cache.load_summary(old_keys[os.path.abspath(path)][1])
-    return not isinstance(old, FileSummary) or _exports(old) != _exports(new)
+def _exports_changed(
+    cache: Cache, last: LastRun, stats: Dict[str, _Keyed], settings: Settings, path: str, new: FileSummary
+) -> bool:
+    """Whether an edited file may answer other files' questions differently: what its summary tells them
+    changed, or its exports did, where the last run asked for them (one it did not ask still answers
+    nothing: the questions and where they lead are as they were)."""
+    full = os.path.abspath(path)
+    old = cache.load_summary(last.stats[full][1])
+    if not isinstance(old, FileSummary) or _read_by_others(old) != _read_by_others(new):
+        return True
+    if full not in last.asked:
+        return False
+    before, after = cache.load_exports(last.stats[full][1]), exports_of_file(path, stats[full][1], settings)
+    if after is not None:
+        cache.store_exports(stats[full][1], after)
+    return not isinstance(before, PlacementExports) or before != after
 
 
-def _exports(file: FileSummary) -> object:
-    """What other files' answers read of `file`: its exports, and the names it calls and the attributes it
-    stores, which decide whether a record's field is trusted (`PlacementLinks._trusted`)."""
+def _read_by_others(file: FileSummary) -> object:
+    """What other files' answers read of `file`'s summary: the attributes its classes hold, and the names it
+    calls and the attributes it stores, which decide whether a record's field is trusted
+    (`PlacementLinks._trusted`)."""
     summary = file.summary
-    return summary.returns, summary.attribute_placements, summary.called_names, summary.stored_attributes
+    return summary.attribute_names, summary.filled_records, summary.called_names, summary.stored_attributes

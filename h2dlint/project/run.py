@@ -36,6 +36,7 @@ from h2dlint.project.moved_loops import MovedLoops, moved_loops, moved_root, wit
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_names import module_names
 from h2dlint.project.observed import observe
+from h2dlint.project.placement_demand import DemandedExports
 from h2dlint.project.placement_links import PlacementLinks, relink
 from h2dlint.project.roots import Project
 from h2dlint.rules import Rule
@@ -57,6 +58,7 @@ class ProjectRun:
     modules: Dict[str, str]  # path -> its module name in the project graph
     heat: Dict[Key, Heat]
     stats: Dict[str, Tuple[Optional[Stat], str]]  # path -> (stat, content key)
+    asked: AbstractSet[str] = frozenset()  # the files whose placement exports were read (`placement_demand`)
 
 
 def default_jobs() -> int:
@@ -173,7 +175,8 @@ def analyse(
     summaries, files = {modules[p]: o[2].summary for p, o in done.items()}, {modules[p]: p for p in done}
     graph = ProjectGraph(summaries, files)
     heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
-    links, results, resolved = PlacementLinks(graph, summaries, files), [], {}
+    demand = DemandedExports(settings, cache, files, {p: o[1] for p, o in done.items()})
+    links, results, resolved = PlacementLinks(graph, summaries, files, demand), [], {}
     for candidate in candidates:
         outcome = outcomes.get(candidate.path, candidate.error)
         if isinstance(outcome, str) or outcome is None:
@@ -186,7 +189,7 @@ def analyse(
         if settings.profile:
             found = with_observed_syncs(candidate.path, found, settings, heat_by_line(file.summary, functions_heat))
         results.append(FileResult(candidate.path, found, file.error))
-    return ProjectRun(results, resolved, modules, heat, {p: (o[0], o[1]) for p, o in done.items()})
+    return ProjectRun(results, resolved, modules, heat, {p: (o[0], o[1]) for p, o in done.items()}, demand.asked)
 
 
 def file_heat(heat: Dict[Key, Heat], module: str, file: FileSummary) -> Dict[str, Heat]:
@@ -211,6 +214,7 @@ def _last_run(candidates: Sequence[Candidate], run: ProjectRun) -> LastRun:
         names=frozenset(f.name for file in run.summaries.values() for f in file.summary.functions.values())
         | frozenset(table for file in run.summaries.values() for table in file.summary.tables)
         | frozenset(a for file in run.summaries.values() for c in file.summary.method_aliases.values() for a in c),
+        asked=run.asked,
     )
 
 
@@ -255,10 +259,11 @@ def _recheck_changed(
     for path, file in files.items():
         module, file_heat = heat[os.path.abspath(path)]
         results[path] = FileResult(path, diagnostics(file, file_heat, module, settings.min_level), file.error)
-    if not relink(candidates, cache, last.stats, stats, heat, files, settings.min_level, results):
+    asked = relink(candidates, cache, last, stats, heat, files, settings, results)
+    if asked is None:
         return None
     keys = content_keys(candidates, lambda p: stats[os.path.abspath(p)][1])
-    return LastRun(stats, fingerprint(candidates, keys), results, heat, last.layout, last.names)
+    return LastRun(stats, fingerprint(candidates, keys), results, heat, last.layout, last.names, asked)
 
 
 def _moved_loops(

@@ -1,0 +1,78 @@
+"""The placement exports of the files the project's questions reach, worked out when first asked.
+
+A file's summary does not carry what its functions return and its classes' attributes hold
+(`facts.summary.PlacementExports`): on sglang, 44 of its 1,392 modules are ever asked, and placing every return
+and attribute of all the others cost 13-22% of a cold run. So `PlacementLinks` asks `DemandedExports` for the
+exports of one module at a time: read from the cache by the file's content key, or worked out from the file
+(parsed again) and stored there. The answer depends only on the file's content and the settings, like a
+summary, so results are the same with and without the cache.
+
+The run remembers which files it asked (`asked`, by absolute path): a later run where one of them changed
+must resolve the project's pending sites again (`placement_links.relink`), one where only other files
+changed need not.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional, Set
+
+from h2dlint.facts.settings import Settings
+from h2dlint.facts.sources import SourceError, decode_source, read_bytes
+from h2dlint.facts.summary import PlacementExports
+from h2dlint.project.cache import Cache, content_key
+
+_NOTHING = PlacementExports()
+
+
+class DemandedExports:
+    """The exports of a project's modules, each worked out (or read from the cache) when first asked."""
+
+    def __init__(
+        self, settings: Settings, cache: Optional[Cache], paths: Dict[str, str], keys: Dict[str, str]
+    ) -> None:
+        """`paths`: the file of each module; `keys`: the content key each file had when it was summarised, by
+        the path as given. A file whose content has changed since exports nothing: its answers would not
+        belong to the summary the run holds."""
+        self._settings = settings
+        self._cache = cache
+        self._paths = paths
+        self._keys = keys
+        self._found: Dict[str, PlacementExports] = {}
+        self.asked: Set[str] = set()  # the files asked, by absolute path
+
+    def __call__(self, module: str) -> PlacementExports:
+        found = self._found.get(module)
+        if found is None:
+            found = self._found[module] = self._exports_of(self._paths[module])
+        return found
+
+    def _exports_of(self, path: str) -> PlacementExports:
+        self.asked.add(os.path.abspath(path))
+        key = self._keys.get(path)
+        if key is None:
+            return _NOTHING
+        stored = self._cache.load_exports(key) if self._cache is not None else None
+        if isinstance(stored, PlacementExports):
+            return stored
+        found = exports_of_file(path, key, self._settings)
+        if found is not None and self._cache is not None:
+            self._cache.store_exports(key, found)
+        return found or _NOTHING
+
+
+def exports_of_file(path: str, key: str, settings: Settings) -> Optional[PlacementExports]:
+    """The exports of the file at `path` if its content still has the content key `key`; else None."""
+    try:
+        data = read_bytes(path)
+        if content_key(data) != key:
+            return None
+        text = decode_source(path, data).text
+    except SourceError:
+        return None
+    from h2dlint.checker.analyzer import placement_exports  # as in `run.summarize_source`: not on a warm run
+
+    try:
+        return placement_exports(text, settings)
+    except Exception:  # a bug in h2dlint: this file's answers stay unknown, so nothing is reported from them
+        return _NOTHING
