@@ -216,3 +216,16 @@ def test_a_local_bound_to_a_typed_parameter_is_an_object_of_that_class(common_pr
     assert sorted(builder) == [10, 11]  # not 12: `other` is of unknown class
     assert "is returned by `computed()` of `Common` (common.py)" in builder[10][1]
     assert "`Common.seq_lens` (common.py), where it has a host mirror `Common.seq_lens_cpu`" in builder[11][1]
+
+
+def test_an_item_of_a_list_of_host_tensors_that_the_class_keeps_is_on_the_host(tmp_path, run_cli):
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nselect = ['HTD1']\n")
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/batch.py", "import torch\n\nclass ModelBatch:\n    def __init__(self, reqs, dev):\n"
+                                    "        self.delimiters = [torch.tensor(r.ids) for r in reqs]\n"
+                                    "        self.rows = [torch.arange(3, device=dev) for r in reqs]\n")
+    write(tmp_path, "pkg/run.py", "import torch\nfrom pkg.batch import ModelBatch\n\n"
+                                  "def forward(batch: ModelBatch, dev):\n"
+                                  "    a = batch.delimiters[0].to(dev)\n    return a, batch.rows[0].to(dev)\n")
+    found = findings(run_cli, "pkg", cwd=tmp_path)
+    assert sorted(found) == [5] and "is `ModelBatch.delimiters` (batch.py)" in found[5][1]  # not 6: on the device

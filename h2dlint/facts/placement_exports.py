@@ -13,9 +13,13 @@ from h2dlint.facts.syntax import is_none, is_self
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
-# Values that may evaluate to a tensor whose placement another file could use; literals, f-strings,
+# Values that may evaluate to a tensor, or a container of them, whose placement another file could use
+# (`self.ids = [torch.tensor(r.ids) for r in reqs]`: where `batch.ids[i]` lives); literals, f-strings,
 # comparisons and the like cannot, and `None` in an assignment stops nothing (a tuple target's is unknown).
-MAY_BE_TENSOR = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.Tuple)
+MAY_BE_TENSOR = (
+    ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List,
+    ast.ListComp,
+)
 
 
 def exported(found: Placement, record: str = "") -> Optional[ExportedPlacement]:
