@@ -1,5 +1,6 @@
 """Evidence that disagrees gives unknown, and so does what is computed from it: a name convention (a
-`<name>_cpu` sibling makes `<name>` the device copy) does not overrule it further down the chain."""
+`<name>_cpu` sibling makes `<name>` the device copy) does not overrule it further down the chain. The
+sibling convention only guesses where nothing else tells: a tensor built on the host in sight is on the host."""
 
 from __future__ import annotations
 
@@ -52,3 +53,36 @@ def test_alternatives_that_disagree_are_not_placed_by_a_name():
 
 def test_a_name_with_no_evidence_against_it_still_decides():
     assert findings() == [("HTD201", row("    return seq_lens.tolist()", 1))]
+
+
+BUILT_BESIDE_ITS_MIRROR = """
+import torch
+
+def forward_layout(spec, bs, idx, verify):
+    if verify:
+        lens = torch.full((bs,), 3, dtype=torch.int32)
+    else:
+        lens_cpu = getattr(spec, "lens_cpu", None)
+        if lens_cpu is not None:
+            lens = torch.as_tensor(lens_cpu[:bs], dtype=torch.int32)
+            if lens.numel() < bs:
+                lens = torch.cat([lens, torch.zeros(bs - lens.numel(), dtype=torch.int32)])
+        else:
+            lens = torch.full((bs,), 2, dtype=torch.int32)
+    return lens.to(idx.device)
+
+
+def forward_guess(lens, lens_cpu, dev):
+    on_device = lens.to(dev)
+    return on_device, lens_cpu.to(dev)
+"""
+
+
+def test_a_tensor_built_on_the_host_is_on_the_host_though_a_mirror_sibling_is_in_sight():
+    found = check_source(textwrap.dedent(BUILT_BESIDE_ITS_MIRROR), Settings(select=("HTD1",)))
+    lines = textwrap.dedent(BUILT_BESIDE_ITS_MIRROR).splitlines()
+    rows = {d.span.row: d.code for d in found}
+    assert rows.get(lines.index("    return lens.to(idx.device)") + 1) == "HTD103"  # four bindings, all on the host
+    # With nothing built in sight the sibling still decides: `lens` is the device copy, `lens_cpu` the host data.
+    assert lines.index("    on_device = lens.to(dev)") + 1 not in rows
+    assert rows.get(lines.index("    return on_device, lens_cpu.to(dev)") + 1) == "HTD103"

@@ -56,7 +56,8 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     Heuristic(
         "placement-sibling-host-mirror", Effect.PLACEMENT, Group.CONVENTION,
         "a tensor whose `<name>_cpu` (or `_host`) sibling exists is the device copy that the mirror shadows; "
-        "not in a function that makes that mirror of it (`self.lens_cpu = lens`: `lens` is the host data)",
+        "not in a function that makes that mirror of it (`self.lens_cpu = lens`: `lens` is the host data), nor "
+        "for a tensor seen built (`lens = torch.full(...)` beside `lens_cpu` is on the host)",
     ),
     Heuristic(
         "placement-parameter-named-like-class", Effect.PLACEMENT, Group.CONVENTION,

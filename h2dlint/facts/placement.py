@@ -39,6 +39,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
+from h2dlint.facts.placement_conventions import SIBLING
 from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import (
     DISPUTED, EITHER, NO_TENSOR, UNKNOWN, Place, Placement, agree, agree_all, short,
@@ -93,7 +94,15 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
     if not isinstance(expr, (ast.Name, ast.Attribute)) or found is EITHER or found is DISPUTED:
         return found  # `x[i]`: `x`'s name was weighed already, against its own provenance
     named = scope.convention(expr)
-    return agree(found, named) if named.place is not Place.UNKNOWN else found
+    if named.place is Place.UNKNOWN or _shown_otherwise(found, named):
+        return found
+    return agree(found, named)
+
+
+def _shown_otherwise(found: Placement, named: Placement) -> bool:
+    """The sibling convention (`lens` beside `lens_cpu` is the device copy) guesses where a tensor of unknown
+    provenance lives; a provenance that no convention decided (`lens = torch.full(...)`) shows where it is."""
+    return named.heuristic == SIBLING and found.place is not Place.UNKNOWN and found.heuristic is None
 
 
 def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:

@@ -119,7 +119,8 @@ PLACEMENT_SOURCES = """
         ones). Names are evidence too:
         `*_cpu`, `*_host`, `*_np`, `cpu_*` and a buffer pair's `.cpu`/`.np` are on the host (memory unknown),
         `*_gpu`, `*_cuda` and `.gpu` on the device, and a tensor whose `<name>_cpu` sibling is in sight is the
-        device copy, unless the function makes that mirror of it (`self.x_cpu = x`) (`placement-*` heuristics;
+        device copy, unless the function makes that mirror of it (`self.x_cpu = x`) or the tensor is seen built
+        (`x = torch.full(...)` is on the host, sibling or not) (`placement-*` heuristics;
         `host-tensors` and `accelerator-tensors` add globs). Evidence that conflicts, or none, is unknown, and
         unknown is never reported.
         """
