@@ -18,7 +18,6 @@ from typing import (
     Callable,
     ClassVar,
     Dict,
-    FrozenSet,
     Iterable,
     List,
     Optional,
@@ -81,11 +80,7 @@ class Walk(FlowWalk):
         bindings = module_bindings(module, self._walrus) if self._resolve_names else Bindings()
         self._names.push(bindings)
         if self._resolve_names:
-            conventions = conventions_from(self._settings)
-            self.context.placements = ModulePlacements(
-                module, bindings, conventions, self._walrus, self._mirrors(), regions_possible(self._source()),
-                self._source(),
-            )
+            self.context.placements = _placements(module, bindings, self._settings, self._walrus, self._source())
             self.context.default_device = default_device(module, self._names)
         self._frames.append(Frame(FrameKind.MODULE, ""))
         self._visit_all(module.body)
@@ -94,11 +89,6 @@ class Walk(FlowWalk):
         """The placement knowledge of a module walked without rules, for the attributes its classes hold
         (`ModulePlacements.attribute_names`); None when it uses no torch, so can build no tensor."""
         return placements_of(module, self._lines, self._settings, self._source())
-
-    def _mirrors(self) -> FrozenSet[str]:
-        """The names like a host mirror (`seq_lens_cpu`) that the source uses: only their tensors' mirrors are
-        looked for."""
-        return mirror_names(self._source())
 
     def _source(self) -> str:
         """The source as one text, joined once: the text checks before placement read it whole."""
@@ -285,8 +275,16 @@ def placements_of(
         return None
     text = "\n".join(lines) if source is None else source
     walrus = any(":=" in line for line in lines)
-    return ModulePlacements(module, module_bindings(module, walrus), conventions_from(settings), walrus,
-                            mirror_names(text), regions_possible(text), text)
+    return _placements(module, module_bindings(module, walrus), settings, walrus, text)
+
+
+def _placements(
+    module: ast.Module, bindings: Bindings, settings: Settings, walrus: bool, text: str
+) -> ModulePlacements:
+    """The placement knowledge of `module` (source `text`); only the mirrors of the names like a host mirror
+    (`seq_lens_cpu`) that the source uses are looked for."""
+    return ModulePlacements(module, bindings, conventions_from(settings), walrus, mirror_names(text),
+                            regions_possible(text), text)
 
 
 def _handlers_for(handlers: Dict[type, Handler], kinds: AbstractSet[NodeKind]) -> Dict[type, Handler]:
