@@ -55,10 +55,16 @@ class DemandedExports:
         stored = self._cache.load_exports(key) if self._cache is not None else None
         if isinstance(stored, PlacementExports):
             return stored
-        found = exports_of_file(path, key, self._settings)
-        if found is not None and self._cache is not None:
-            self._cache.store_exports(key, found)
-        return found or _NOTHING
+        return worked_out(path, key, self._settings, self._cache) or _NOTHING
+
+
+def worked_out(path: str, key: str, settings: Settings, cache: Optional[Cache]) -> Optional[PlacementExports]:
+    """The exports of the file at `path`, worked out from it and stored in `cache` under `key`, if its content
+    still has that key; else None."""
+    found = exports_of_file(path, key, settings)
+    if found is not None and cache is not None:
+        cache.store_exports(key, found)
+    return found
 
 
 def exports_of_file(path: str, key: str, settings: Settings) -> Optional[PlacementExports]:

@@ -31,7 +31,7 @@ from h2dlint.project.cache import Cache, LastRun, Stat
 from h2dlint.project.files import Candidate
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.index import ProjectGraph
-from h2dlint.project.placement_demand import DemandedExports, exports_of_file
+from h2dlint.project.placement_demand import DemandedExports, worked_out
 from h2dlint.rules.device_to_host import mirror_remedy
 
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
@@ -259,9 +259,7 @@ def _exports_changed(
         return True
     if full not in last.asked:
         return False
-    before, after = cache.load_exports(last.stats[full][1]), exports_of_file(path, stats[full][1], settings)
-    if after is not None:
-        cache.store_exports(stats[full][1], after)
+    before, after = cache.load_exports(last.stats[full][1]), worked_out(path, stats[full][1], settings, cache)
     return not isinstance(before, PlacementExports) or before != after
 
 
