@@ -12,7 +12,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 
 from h2dlint.facts.comprehensions import Comprehensions, loop_items
 from h2dlint.facts.reaching import Binding, Position, Span
-from h2dlint.facts.syntax import child_nodes, target_names
+from h2dlint.facts.syntax import child_nodes, target_names, type_cast
 
 TORCH = "torch"
 
@@ -38,8 +38,9 @@ class Bindings:
     parameter_defaults: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: names bound more than once -> each binding in source order (see `Binding`).
     rebound: Dict[str, List["Binding"]] = field(default_factory=dict)
-    # For function scopes: names declared once with an annotation (`relay: Relay = ...`) -> that annotation,
-    # which holds for every binding of the name, as type checkers enforce.
+    # For function scopes: names declared once with an annotation (`relay: Relay = ...`) or a `typing.cast`
+    # (`relay = cast(Relay, x)`) -> that annotation, which holds for every binding of the name, as type checkers
+    # enforce; and a parameter or a local bound once that the body asserts to be of one class (`asserted_classes`).
     declared: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: names bound only as the target of one loop over a container's items -> the container
     # (`for x in xs:`, and `x` in `for i, x in enumerate(xs):` or `for x, y in zip(xs, ys):`).
@@ -108,6 +109,11 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
         for name, annotations in collector.annotations.items()
         if len(annotations) == 1 and name not in collector.declared_global
     }
+    collector.bindings.declared.update(
+        (name, written)
+        for name, written in asserted_classes(node.body).items()
+        if name in collector.bindings.stable_parameters or name in collector.bindings.single_values
+    )
     collector.bindings.augmented = collector.augmented
     collector.bindings.unpacked_at = {where: call for where, (call, _) in collector.unpacked.items()}
     collector.bindings.unpacked_names = {id(call): names for call, names in collector.unpacked.values()}
@@ -123,6 +129,22 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
         if collector.counts[name] == 1 and name not in collector.declared_global
     }
     return collector.bindings
+
+
+def asserted_classes(body: Iterable[ast.stmt]) -> Dict[str, ast.expr]:
+    """Names that a statement of `body` itself asserts to be an instance of one class -> that class:
+    `assert isinstance(metadata, FlashMetadata)` narrows `metadata` for the rest of the body, as type checkers
+    read it; a name asserted of two classes is left out."""
+    found: Dict[str, List[ast.expr]] = {}
+    for statement in body:
+        test = statement.test if isinstance(statement, ast.Assert) else None
+        if (
+            isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+            and len(test.args) == 2 and not test.keywords and isinstance(test.args[0], ast.Name)
+            and isinstance(test.args[1], (ast.Name, ast.Attribute))
+        ):
+            found.setdefault(test.args[0].id, []).append(test.args[1])
+    return {name: classes[0] for name, classes in found.items() if len({ast.dump(c) for c in classes}) == 1}
 
 
 def class_bindings(node: ast.ClassDef, walrus: bool = True) -> Bindings:
@@ -215,6 +237,9 @@ class _BindingCollector:
     def _assign(self, node: ast.Assign) -> bool:
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self._bind_value(node.targets[0].id, _end(node), node.value)
+            cast = type_cast(node.value) if isinstance(node.value, ast.Call) else None
+            if cast is not None:  # `x = cast(T, v)` declares `x` a `T`, as `x: T = v` does
+                self.annotations.setdefault(node.targets[0].id, []).append(cast[0])
             return True
         if _is_unpacking(node):  # `a, b = x, y`: each name its own value
             for target, value in zip(node.targets[0].elts, node.value.elts):  # type: ignore[attr-defined]

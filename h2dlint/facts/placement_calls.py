@@ -17,7 +17,7 @@ from h2dlint.facts.arguments import (
 from h2dlint.facts.constructs import device_copy, is_host_device, is_pinned, looks_like_dtype, may_be_host_device
 from h2dlint.facts.placement import MAX_DEPTH, PlacementScope, arithmetic, placement_of
 from h2dlint.facts.placement_values import CYCLE, EITHER, EMPTY, UNKNOWN, Place, Placement, agree_all, short
-from h2dlint.facts.syntax import attribute_looked_up, last_name
+from h2dlint.facts.syntax import attribute_looked_up, last_name, type_cast
 from h2dlint.facts.tensor_ops import BROADCASTING as _BROADCASTING
 from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
 from h2dlint.facts.tensor_ops import ELEMENTWISE as _ELEMENTWISE
@@ -38,6 +38,9 @@ def placement_of_call(call: ast.Call, scope: PlacementScope, depth: int) -> Plac
     looked_up = attribute_looked_up(call)
     if looked_up is not None:
         return placement_of(looked_up, scope, depth + 1)
+    cast = type_cast(call)
+    if cast is not None:  # `cast(T, x)` is `x`
+        return placement_of(cast[1], scope, depth + 1)
     qualified = scope.names.qualify(call.func)
     if qualified is not None:
         return _torch_call(call, qualified, scope, depth)

@@ -86,6 +86,19 @@ def attribute_looked_up(call: ast.Call) -> Optional[ast.Attribute]:
     return ast.copy_location(ast.Attribute(value=call.args[0], attr=name, ctx=ast.Load()), call)
 
 
+def type_cast(call: ast.Call) -> Optional[Tuple[ast.expr, ast.expr]]:
+    """(type, value) for `cast(T, value)` or `typing.cast(T, value)`: `typing.cast` returns `value` as it is,
+    and declares it a `T` to type checkers (vLLM writes `metadata = cast(AiterMLAMetadata, metadata)`)."""
+    if call.keywords or len(call.args) != 2 or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    func = call.func
+    is_cast = (isinstance(func, ast.Name) and func.id == "cast") or (
+        isinstance(func, ast.Attribute) and func.attr == "cast" and isinstance(func.value, ast.Name)
+        and func.value.id in ("typing", "t")
+    )
+    return (call.args[0], call.args[1]) if is_cast else None
+
+
 @functools.lru_cache(maxsize=512)  # the tables of a run, and each of their patterns alone
 def glob_matcher(patterns: Tuple[str, ...]) -> Callable[[str], Optional[bool]]:
     """Whether a name matches any of the fnmatch globs `patterns` (case-sensitive): True, or None."""

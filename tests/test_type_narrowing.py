@@ -1,0 +1,122 @@
+"""What typed code says of an object's class, read as type checkers read it: `x = cast(Cls, v)` declares `x` a
+`Cls` (and is `v` itself, wherever `v` lives), and `assert isinstance(x, Cls)` among a function's own statements
+narrows a parameter or a local bound once to `Cls`. Both make calls on `x` resolve to `Cls`'s methods (for heat)
+and its attributes to where `Cls` puts them (for placement)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+
+import pytest
+from conftest import write
+
+from h2dlint.facts.bindings import asserted_classes
+from h2dlint.facts.syntax import type_cast
+
+SOURCE = """\
+    from typing import cast
+
+    import torch
+
+
+    class Meta:
+        def __init__(self, n, dev):
+            self.lens = torch.zeros(n, device=dev)
+
+
+    class Decoder:
+        def masks(self, positions):
+            starts = torch.tensor([0, 4], device=positions.device)
+            return starts
+
+
+    class Runner:
+        def __init__(self, parts, holder):
+            self.parts = parts
+            self.holder = holder
+
+        def forward_step(self, positions, base):
+            model = cast(Decoder, self.parts[0])
+            model.masks(positions)
+            meta = cast(Meta, self.holder)
+            first = meta.lens.tolist()
+            assert isinstance(base, Meta)
+            total = base.lens.sum().item()
+            staged = cast(torch.Tensor, torch.zeros(4))
+            return first, total, staged.cuda()
+
+        def forward_unknown(self, holder, base):
+            meta = holder
+            first = meta.lens.tolist()
+            if base is not None:
+                assert isinstance(base, Meta)
+            total = base.lens.sum().item()
+            return first, total
+    """
+
+
+def findings(run_cli, tmp_path):
+    write(tmp_path, "one.py", SOURCE)
+    code, out, err = run_cli("check", "--select", "HTD1,HTD2", "--output-format", "json", "--no-cache", "one.py",
+                             cwd=tmp_path)
+    assert code in (0, 1), err
+    return {d["location"]["row"]: d["code"] for d in json.loads(out)}
+
+
+def row_of(needle: str, nth: int = 0) -> int:
+    rows = [n for n, line in enumerate(textwrap.dedent(SOURCE).splitlines(), 1) if needle in line]
+    return rows[nth]
+
+
+def test_a_cast_gives_the_class_whose_method_the_call_reaches_and_whose_attribute_it_reads(tmp_path, run_cli):
+    found = findings(run_cli, tmp_path)
+    assert found.get(row_of("torch.tensor([0, 4]")) == "HTD101"  # `Decoder.masks` is hot through `model.masks`
+    assert found.get(row_of("first = meta.lens.tolist()")) == "HTD201"
+
+
+def test_an_asserted_class_narrows_a_parameter(tmp_path, run_cli):
+    assert findings(run_cli, tmp_path).get(row_of("total = base.lens.sum().item()")) == "HTD201"
+
+
+def test_a_cast_is_its_value_for_placement(tmp_path, run_cli):
+    assert findings(run_cli, tmp_path).get(row_of("staged.cuda()")) == "HTD103"
+
+
+def test_without_a_cast_or_with_an_assert_only_in_a_branch_the_class_stays_unknown(tmp_path, run_cli):
+    found = findings(run_cli, tmp_path)
+    assert row_of("first = meta.lens.tolist()", 1) not in found
+    assert row_of("total = base.lens.sum().item()", 1) not in found
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("cast(Meta, x)", ("Meta", "x")),
+        ("typing.cast('Meta', x)", ("'Meta'", "x")),
+        ("t.cast(mod.Meta, x.y)", ("mod.Meta", "x.y")),
+        ("cast(x)", None),
+        ("cast(Meta, x, y)", None),
+        ("cast(Meta, value=x)", None),
+        ("obj.cast(Meta, x)", None),
+        ("cast(*args)", None),
+    ],
+)
+def test_type_cast_reads_only_typing_cast_with_a_type_and_a_value(call, expected):
+    found = type_cast(ast.parse(call, mode="eval").body)
+    assert (None if found is None else tuple(ast.unparse(part) for part in found)) == expected
+
+
+def test_asserted_classes_reads_the_bodys_own_asserts_of_one_class():
+    body = ast.parse(textwrap.dedent("""\
+        assert isinstance(a, A)
+        assert isinstance(b, B)
+        assert isinstance(b, C)
+        assert isinstance(c, (A, B))
+        if flag:
+            assert isinstance(d, D)
+        assert isinstance(a, A)
+        assert isinstance(e.f, E)
+        """)).body
+    assert {name: ast.unparse(c) for name, c in asserted_classes(body).items()} == {"a": "A"}
