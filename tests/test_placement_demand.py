@@ -12,7 +12,9 @@ from test_placement_links import IDS, RUNNER, edit
 
 from h2dlint.facts.settings import Settings
 from h2dlint.project.cache import ENVIRONMENT_VARIABLE, content_key
-from h2dlint.project.placement_demand import exports_of_file
+from h2dlint.project import placement_demand
+from h2dlint.project import run as run_module
+from h2dlint.project.placement_demand import DemandedExports, exports_of_file
 from h2dlint.project.run import analyse_paths
 
 IDLE = """\
@@ -88,3 +90,60 @@ def test_a_file_changed_since_it_was_summarised_exports_nothing(tmp_path):
     assert found is not None and set(found.returns) == {"make_ids", "make_on_device", "Base.positions"}
     path.write_text(path.read_text() + "\n# edited\n")
     assert exports_of_file(str(path), key, Settings()) is None
+
+
+MORE_IDS = """\
+    import torch
+
+
+    def make_rows(n):
+        return torch.arange(n)
+    """
+SECOND_RUNNER = """\
+    import torch
+    from pkg.more_ids import make_rows
+
+
+    class Rows:
+        def forward(self, n):
+            return make_rows(n).cuda()
+    """
+
+
+@pytest.fixture
+def two_asked(project, monkeypatch):
+    write(project, "pkg/more_ids.py", MORE_IDS)
+    write(project, "pkg/second.py", SECOND_RUNNER)
+    monkeypatch.setattr(run_module, "SERIAL_BELOW", 1)  # a project this small is otherwise worked out serially
+    return project
+
+
+def findings_of(run):
+    return sorted((r.path, d.code, d.span.row, d.message) for r in run.results for d in r.diagnostics)
+
+
+def test_the_first_files_asked_are_worked_out_by_a_worker_beside_propagation(two_asked, monkeypatch):
+    prefetched = []
+    original = DemandedExports.prefetch
+
+    def spy(self, modules, workers):
+        modules = list(modules)
+        prefetched.append((sorted(modules), workers))
+        return original(self, modules, workers)
+
+    def not_here(*args):
+        raise AssertionError("worked out in the main process")
+
+    monkeypatch.setattr(DemandedExports, "prefetch", spy)
+    monkeypatch.setattr(placement_demand, "worked_out", not_here)
+    run = analyse_paths([str(two_asked / "pkg")], Settings(), jobs=2, use_cache=False)
+    assert prefetched == [(["pkg.ids", "pkg.more_ids"], 1)]
+    assert run.asked == {os.path.abspath(two_asked / "pkg" / name) for name in ("ids.py", "more_ids.py")}
+
+
+def test_prefetched_exports_give_what_exports_worked_out_when_asked_give(two_asked):
+    parallel = analyse_paths([str(two_asked / "pkg")], Settings(), jobs=2, use_cache=False)
+    serial = analyse_paths([str(two_asked / "pkg")], Settings(), jobs=1, use_cache=False)
+    assert findings_of(parallel) == findings_of(serial)
+    assert any(row == 7 and "more_ids.py" in message for _, _, row, message in findings_of(parallel))
+    assert parallel.asked == serial.asked

@@ -7,6 +7,9 @@ exports of one module at a time: read from the cache by the file's content key, 
 (parsed again) and stored there. The answer depends only on the file's content and the settings, like a
 summary, so results are the same with and without the cache.
 
+A cold run knows most of the files it will ask before it asks them: `prefetch` works their exports out in
+worker processes while the run propagates heat, which needs none of them (`placement_links.first_asked`).
+
 The run remembers which files it asked (`asked`, by absolute path): a later run where one of them changed
 must resolve the project's pending sites again (`placement_links.relink`), one where only other files
 changed need not.
@@ -15,7 +18,8 @@ changed need not.
 from __future__ import annotations
 
 import os
-from typing import Dict, Optional, Set
+from concurrent.futures import Future
+from typing import Dict, Iterable, Optional, Set
 
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
@@ -39,23 +43,63 @@ class DemandedExports:
         self._paths = paths
         self._keys = keys
         self._found: Dict[str, PlacementExports] = {}
+        self._pending: Dict[str, "Future[Optional[PlacementExports]]"] = {}  # by module: being worked out
+        self._pool = None
         self.asked: Set[str] = set()  # the files asked, by absolute path
 
     def __call__(self, module: str) -> PlacementExports:
         found = self._found.get(module)
         if found is None:
-            found = self._found[module] = self._exports_of(self._paths[module])
+            found = self._found[module] = self._exports_of(module)
         return found
 
-    def _exports_of(self, path: str) -> PlacementExports:
+    def prefetch(self, modules: Iterable[str], workers: int) -> None:
+        """Start working out the exports of `modules` that the cache does not hold, in `workers` processes;
+        `__call__` waits for each when it is asked. Nothing starts for fewer than two such modules or one
+        worker, or where no process can be had: each is then worked out when asked, as without this."""
+        todo = [m for m in dict.fromkeys(modules) if m not in self._found and self._stored(m) is None]
+        todo = [m for m in todo if self._keys.get(self._paths[m]) is not None]
+        if workers < 1 or len(todo) < 2:
+            return
+        from concurrent.futures import ProcessPoolExecutor  # as in `run._summarize_all`: not on a warm run
+
+        try:
+            self._pool = ProcessPoolExecutor(min(workers, len(todo)))
+            for module in todo:
+                path = self._paths[module]
+                self._pending[module] = self._pool.submit(exports_of_file, path, self._keys[path], self._settings)
+        except OSError:  # no processes to be had
+            self.close()
+
+    def close(self) -> None:
+        """Stop the workers of `prefetch`; what they had not finished is worked out when asked."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._pending.clear()
+
+    def _stored(self, module: str) -> Optional[PlacementExports]:
+        key = self._keys.get(self._paths[module])
+        stored = self._cache.load_exports(key) if self._cache is not None and key is not None else None
+        return stored if isinstance(stored, PlacementExports) else None
+
+    def _exports_of(self, module: str) -> PlacementExports:
+        path = self._paths[module]
         self.asked.add(os.path.abspath(path))
         key = self._keys.get(path)
         if key is None:
             return _NOTHING
-        stored = self._cache.load_exports(key) if self._cache is not None else None
-        if isinstance(stored, PlacementExports):
-            return stored
-        return worked_out(path, key, self._settings, self._cache) or _NOTHING
+        pending = self._pending.pop(module, None)
+        if pending is not None:
+            try:
+                found = pending.result()
+            except Exception:  # a worker lost (say, out of memory): worked out here instead
+                pass
+            else:
+                if found is not None and self._cache is not None:
+                    self._cache.store_exports(key, found)
+                return found or _NOTHING
+        return self._stored(module) or worked_out(path, key, self._settings, self._cache) or _NOTHING
 
 
 def worked_out(path: str, key: str, settings: Settings, cache: Optional[Cache]) -> Optional[PlacementExports]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import AbstractSet, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, Key
@@ -43,6 +43,24 @@ _Keyed = Tuple[Optional[Stat], str]  # a file's stat and content key
 def has_pending(file: FileSummary) -> bool:
     """Whether a site of `file` waits on another file's placement."""
     return any(site.query is not None for site in file.summary.sites)
+
+
+def first_asked(
+    graph: ProjectGraph, modules: Dict[str, ModuleSummary], paths: Dict[str, str],
+    files: Iterable[Tuple[FileSummary, str]],
+) -> List[str]:
+    """The modules whose exports answering the pending sites of `files` (each with its module) asks first,
+    found with every module's exports taken as empty: what their own exports then ask is not among them."""
+    asked: Dict[str, None] = {}
+
+    def record(module: str) -> PlacementExports:
+        asked[module] = None
+        return PlacementExports()
+
+    links = PlacementLinks(graph, modules, paths, record)
+    for file, module in files:
+        links.resolved(file, module)
+    return list(asked)
 
 
 class PlacementLinks:

@@ -37,7 +37,7 @@ from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_names import module_names
 from h2dlint.project.observed import observe
 from h2dlint.project.placement_demand import DemandedExports
-from h2dlint.project.placement_links import PlacementLinks, relink
+from h2dlint.project.placement_links import PlacementLinks, first_asked, has_pending, relink
 from h2dlint.project.roots import Project
 from h2dlint.rules import Rule
 
@@ -167,28 +167,35 @@ def analyse(
 ) -> ProjectRun:
     """Summarise every file (from the cache where it can, or from `summarised`: files this run already
     summarised), then reason about hotness and placements across all of them."""
+    jobs = jobs or default_jobs()
     paths = [c.path for c in candidates if c.error is None]
-    outcomes = _summaries(paths, settings, jobs or default_jobs(), cache, last or LastRun(), progress, summarised)
+    outcomes = _summaries(paths, settings, jobs, cache, last or LastRun(), progress, summarised)
     # In discovery order, whichever files came from the cache: ties between call chains break the same way.
     done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
     modules = module_names(done)
     summaries, files = {modules[p]: o[2].summary for p, o in done.items()}, {modules[p]: p for p in done}
     graph = ProjectGraph(summaries, files)
-    heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
     demand = DemandedExports(settings, cache, files, {p: o[1] for p, o in done.items()})
-    links, results, resolved = PlacementLinks(graph, summaries, files, demand), [], {}
-    for candidate in candidates:
-        outcome = outcomes.get(candidate.path, candidate.error)
-        if isinstance(outcome, str) or outcome is None:
-            results.append(FileResult(candidate.path, (), outcome))
-            continue
-        module = modules[candidate.path]
-        file = resolved[candidate.path] = links.resolved(outcome[2], module)
-        functions_heat = file_heat(heat, module, file)
-        found = diagnostics(file, functions_heat, module, settings.min_level)
-        if settings.profile:
-            found = with_observed_syncs(candidate.path, found, settings, heat_by_line(file.summary, functions_heat))
-        results.append(FileResult(candidate.path, found, file.error))
+    pending = [(o[2], modules[p]) for p, o in done.items() if has_pending(o[2])]
+    # Worked out beside propagation, which needs none of them; the main process keeps one processor.
+    demand.prefetch(first_asked(graph, summaries, files, pending), jobs - 1 if len(paths) >= SERIAL_BELOW else 0)
+    try:
+        heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
+        links, results, resolved = PlacementLinks(graph, summaries, files, demand), [], {}
+        for candidate in candidates:
+            outcome = outcomes.get(candidate.path, candidate.error)
+            if isinstance(outcome, str) or outcome is None:
+                results.append(FileResult(candidate.path, (), outcome))
+                continue
+            module = modules[candidate.path]
+            file = resolved[candidate.path] = links.resolved(outcome[2], module)
+            functions_heat = file_heat(heat, module, file)
+            found = diagnostics(file, functions_heat, module, settings.min_level)
+            if settings.profile:
+                found = with_observed_syncs(candidate.path, found, settings, heat_by_line(file.summary, functions_heat))
+            results.append(FileResult(candidate.path, found, file.error))
+    finally:
+        demand.close()
     return ProjectRun(results, resolved, modules, heat, {p: (o[0], o[1]) for p, o in done.items()}, demand.asked)
 
 
