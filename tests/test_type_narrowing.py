@@ -1,6 +1,6 @@
 """What typed code says of an object's class, read as type checkers read it: `x = cast(Cls, v)` declares `x` a
-`Cls` (and is `v` itself, wherever `v` lives), and `assert isinstance(x, Cls)` among a function's own statements
-narrows a parameter or a local bound once to `Cls`. Both make calls on `x` resolve to `Cls`'s methods (for heat)
+`Cls` (and is `v` itself, wherever `v` lives), `assert isinstance(x, Cls)` among a function's own statements
+narrows a parameter or a local bound once to `Cls`, and `if isinstance(x, Cls):` narrows `x` in its body. Both make calls on `x` resolve to `Cls`'s methods (for heat)
 and its attributes to where `Cls` puts them (for placement)."""
 
 from __future__ import annotations
@@ -32,6 +32,14 @@ SOURCE = """\
             return starts
 
 
+    class Narrowed:
+        def rows(self, positions):
+            return torch.tensor([1, 2], device=positions.device)
+
+        def cols(self, positions):
+            return torch.tensor([3, 4], device=positions.device)
+
+
     class Runner:
         def __init__(self, parts, holder):
             self.parts = parts
@@ -46,6 +54,11 @@ SOURCE = """\
             total = base.lens.sum().item()
             staged = cast(torch.Tensor, torch.zeros(4))
             return first, total, staged.cuda()
+
+        def forward_branch(self, model, positions):
+            if isinstance(model, Narrowed) and positions is not None:
+                model.rows(positions)
+            model.cols(positions)
 
         def forward_unknown(self, holder, base):
             meta = holder
@@ -78,6 +91,12 @@ def test_a_cast_gives_the_class_whose_method_the_call_reaches_and_whose_attribut
 
 def test_an_asserted_class_narrows_a_parameter(tmp_path, run_cli):
     assert findings(run_cli, tmp_path).get(row_of("total = base.lens.sum().item()")) == "HTD201"
+
+
+def test_an_isinstance_test_narrows_in_its_branch_only(tmp_path, run_cli):
+    found = findings(run_cli, tmp_path)
+    assert found.get(row_of("torch.tensor([1, 2]")) == "HTD101"  # `model.rows` in the branch: `Narrowed.rows`
+    assert row_of("torch.tensor([3, 4]") not in found  # `model.cols` after it: `model` may be anything
 
 
 def test_a_cast_is_its_value_for_placement(tmp_path, run_cli):

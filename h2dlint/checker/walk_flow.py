@@ -7,7 +7,8 @@ only with images, audio or video are multimodal branches.
 from __future__ import annotations
 
 import ast
-from typing import Callable, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
+from contextlib import contextmanager, nullcontext
+from typing import Callable, ContextManager, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.allowed_syncs import sync_allowed_region
 from h2dlint.facts.guards import (
@@ -26,7 +27,8 @@ from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import LoopKind, LoopRegion
-from h2dlint.rules.context import Context, Frame, NodeKind
+from h2dlint.facts.syntax import dotted_name, isinstance_of
+from h2dlint.rules.context import Context, Frame, FrameKind, NodeKind
 
 # Cached builds that a function dropping the cache (`self._meta = None` outside `__init__`) makes run again.
 _DROPPABLE_CACHES = frozenset({"one-time-guard-none", "one-time-guard-memo"})
@@ -143,7 +145,8 @@ class FlowWalk:
             guard = "one-time-guard-once-flag"
         guard = self._switched_on(guard)
         if guard is not None:
-            self._visit_guarded(node.body, guard, runtime_memo_key(node.test, node.body, self._names.value_at))
+            with self._narrowed(node.test):
+                self._visit_guarded(node.body, guard, runtime_memo_key(node.test, node.body, self._names.value_at))
             self._visit_all(node.orelse)
         else:
             self._visit_branches(node.test, node.body, node.orelse)
@@ -153,13 +156,23 @@ class FlowWalk:
         guard, and a body taken only with images, audio or video as such."""
         flagged = flag_branch(test, self._enabled)
         multimodal = self._multimodal_branches and tests_multimodal_presence(test)
-        if multimodal and flagged is None:
-            self.context.multimodal_branches.append(test.lineno)
-            self._visit_all(body)
-            self.context.multimodal_branches.pop()
-        else:
-            self._visit_branch(body, flagged, True)
+        with self._narrowed(test):
+            if multimodal and flagged is None:
+                self.context.multimodal_branches.append(test.lineno)
+                self._visit_all(body)
+                self.context.multimodal_branches.pop()
+            else:
+                self._visit_branch(body, flagged, True)
         self._visit_branch(orelse, flagged, False)
+
+    def _narrowed(self, test: ast.expr) -> ContextManager[None]:
+        """In the body of `if isinstance(meta, FlashMeta):`, `meta` is a `FlashMeta`, for the classes of the
+        receivers of its calls (type checkers narrow it so)."""
+        narrowed = isinstance_of(test)
+        written = dotted_name(narrowed[1]) if narrowed is not None else None
+        if narrowed is None or written is None or self._frames[-1].kind is not FrameKind.FUNCTION:
+            return _UNCHANGED
+        return _typed_as(self._frames[-1].types, narrowed[0], written)
 
     def _visit_branch(self, branch: Sequence[ast.AST], flagged: Optional[Tuple[str, bool]], is_body: bool) -> None:
         """`branch` (the body, or the `else`) under the guard of `flagged` (`flag_branch`) when that selects it."""
@@ -170,3 +183,20 @@ class FlowWalk:
 
     def _switched_on(self, guard: Optional[str]) -> Optional[str]:
         return guard if guard is not None and self._enabled(guard) else None
+
+
+_UNCHANGED = nullcontext()
+
+
+@contextmanager
+def _typed_as(types: Dict[str, str], name: str, written: str) -> Iterator[None]:
+    """`types` with `name` of the class `written` for the time of a block."""
+    before = types.get(name)
+    types[name] = written
+    try:
+        yield
+    finally:
+        if before is None:
+            del types[name]
+        else:
+            types[name] = before

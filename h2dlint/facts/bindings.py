@@ -12,7 +12,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 
 from h2dlint.facts.comprehensions import Comprehensions, loop_items
 from h2dlint.facts.reaching import Binding, Position, Span
-from h2dlint.facts.syntax import child_nodes, target_names, type_cast
+from h2dlint.facts.syntax import child_nodes, isinstance_of, target_names, type_cast
 
 TORCH = "torch"
 
@@ -137,13 +137,9 @@ def asserted_classes(body: Iterable[ast.stmt]) -> Dict[str, ast.expr]:
     read it; a name asserted of two classes is left out."""
     found: Dict[str, List[ast.expr]] = {}
     for statement in body:
-        test = statement.test if isinstance(statement, ast.Assert) else None
-        if (
-            isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
-            and len(test.args) == 2 and not test.keywords and isinstance(test.args[0], ast.Name)
-            and isinstance(test.args[1], (ast.Name, ast.Attribute))
-        ):
-            found.setdefault(test.args[0].id, []).append(test.args[1])
+        asserted = isinstance_of(statement.test) if isinstance(statement, ast.Assert) else None
+        if asserted is not None:
+            found.setdefault(asserted[0], []).append(asserted[1])
     return {name: classes[0] for name, classes in found.items() if len({ast.dump(c) for c in classes}) == 1}
 
 

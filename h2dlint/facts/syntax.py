@@ -99,6 +99,19 @@ def type_cast(call: ast.Call) -> Optional[Tuple[ast.expr, ast.expr]]:
     return (call.args[0], call.args[1]) if is_cast else None
 
 
+def isinstance_of(test: Optional[ast.expr]) -> Optional[Tuple[str, ast.expr]]:
+    """(name, class) for `isinstance(name, Cls)` with one class, also as an operand of `and`; else None."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        found = [f for f in map(isinstance_of, test.values) if f is not None]
+        return found[0] if len(found) == 1 else None
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"):
+        return None
+    if len(test.args) != 2 or test.keywords or not isinstance(test.args[0], ast.Name):
+        return None
+    cls = test.args[1]
+    return (test.args[0].id, cls) if isinstance(cls, (ast.Name, ast.Attribute)) else None
+
+
 @functools.lru_cache(maxsize=512)  # the tables of a run, and each of their patterns alone
 def glob_matcher(patterns: Tuple[str, ...]) -> Callable[[str], Optional[bool]]:
     """Whether a name matches any of the fnmatch globs `patterns` (case-sensitive): True, or None."""
