@@ -18,13 +18,15 @@ changed need not.
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future
-from typing import Dict, Iterable, Optional, Set
+from typing import TYPE_CHECKING, Dict, Iterable, Optional, Set
 
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
 from h2dlint.facts.summary import PlacementExports
 from h2dlint.project.cache import Cache, content_key
+
+if TYPE_CHECKING:  # `concurrent.futures` costs a warm run, which works nothing out, ~20 ms to import
+    from concurrent.futures import Future
 
 _NOTHING = PlacementExports()
 
