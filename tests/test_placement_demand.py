@@ -147,3 +147,16 @@ def test_prefetched_exports_give_what_exports_worked_out_when_asked_give(two_ask
     assert findings_of(parallel) == findings_of(serial)
     assert any(row == 7 and "more_ids.py" in message for _, _, row, message in findings_of(parallel))
     assert parallel.asked == serial.asked
+
+
+def test_a_run_that_cannot_start_a_worker_works_every_export_out_when_asked(two_asked, monkeypatch):
+    import concurrent.futures
+
+    class NoProcesses(concurrent.futures.ProcessPoolExecutor):
+        def submit(self, *args, **kwargs):
+            raise AssertionError("daemonic processes are not allowed to have children")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", NoProcesses)
+    parallel = analyse_paths([str(two_asked / "pkg")], Settings(), jobs=2, use_cache=False)
+    serial = analyse_paths([str(two_asked / "pkg")], Settings(), jobs=1, use_cache=False)
+    assert findings_of(parallel) == findings_of(serial)

@@ -70,7 +70,7 @@ class DemandedExports:
             for module in todo:
                 path = self._paths[module]
                 self._pending[module] = self._pool.submit(exports_of_file, path, self._keys[path], self._settings)
-        except OSError:  # no processes to be had
+        except Exception:  # no processes to be had (none left, or this one is a daemon): worked out when asked
             self.close()
 
     def close(self) -> None:

@@ -351,7 +351,9 @@ def _summarize_all(
         with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(settings, cache_root)) as pool:
             # zip draws one path from `progress` as each result arrives, so a bar advances with the work.
             return list(zip(progress(paths), pool.map(_summarize_file, paths, chunksize=chunk)))
-    except (BrokenProcessPool, OSError):  # a worker killed (say, out of memory), or no processes to be had
+    # A worker killed (say, out of memory), no processes to be had, or this process a daemon, which may not
+    # start children (multiprocessing asserts it).
+    except (BrokenProcessPool, OSError, AssertionError):
         return _summarize_all(paths, settings, 1, cache, progress)
 
 
