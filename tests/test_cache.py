@@ -251,7 +251,7 @@ def test_propagation_reads_nothing_that_moved_loops_ignores():
 
 def _stripped(summary, names):
     functions = {q: replace(f, line=0, end_line=0) for q, f in summary.functions.items()}
-    calls = [replace(c, line=0, capture_line=None) for c in summary.calls if c.name in names]
+    calls = [c._replace(line=0, capture_line=None) for c in summary.calls if c.name in names]
     return replace(summary, functions=functions, calls=calls, sites=[])
 
 

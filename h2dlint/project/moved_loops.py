@@ -65,7 +65,7 @@ def _loop_calls(summary: ModuleSummary, names: AbstractSet[str]) -> List[CallRef
 
 def _hotness_view(summary: ModuleSummary, names: AbstractSet[str]) -> object:
     """What propagation reads of `summary`, with the lines of loop calls left to `moved_loops`."""
-    calls = [replace(c, loop_line=None if c.loop_line is None else 0) for c in summary.calls if c.name in names]
+    calls = [c._replace(loop_line=None if c.loop_line is None else 0) for c in summary.calls if c.name in names]
     return _comparable(replace(summary, calls=calls))
 
 
@@ -76,11 +76,11 @@ def _comparable(value: object) -> object:
         return value
     if isinstance(value, dict):
         return tuple((key, _comparable(item)) for key, item in value.items())
+    kind = type(value)
+    if (is_dataclass(value) and not isinstance(value, type)) or hasattr(kind, "_fields"):  # a record
+        return (kind.__name__,) + tuple(_comparable(getattr(value, name)) for name in _read_fields(kind))
     if isinstance(value, (list, tuple)):
         return tuple(_comparable(item) for item in value)
-    if is_dataclass(value) and not isinstance(value, type):
-        kind = type(value)
-        return (kind.__name__,) + tuple(_comparable(getattr(value, name)) for name in _read_fields(kind))
     return value
 
 
@@ -89,4 +89,5 @@ _ATOMS = (str, int, float, type(None))
 
 @functools.lru_cache(maxsize=None)
 def _read_fields(kind: type) -> Tuple[str, ...]:
-    return tuple(f.name for f in fields(kind) if (kind, f.name) not in _NOT_READ)
+    names = kind._fields if hasattr(kind, "_fields") else tuple(f.name for f in fields(kind))  # a named tuple
+    return tuple(name for name in names if (kind, name) not in _NOT_READ)
