@@ -58,10 +58,12 @@ on the project's machines; set `H2DLINT_SARIF_SCHEMA=/path/to/sarif-schema-2.1.0
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import Dict
 
 import pytest
 
@@ -80,6 +82,21 @@ def write(folder: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
+
+
+def codes_by_row(run_cli, folder: Path, source: str) -> Dict[int, str]:
+    """The code reported at each row of `source`, written to `folder/one.py` and checked alone with the HTD1 and
+    HTD2 families (no cache)."""
+    write(folder, "one.py", source)
+    code, out, err = run_cli("check", "--select", "HTD1,HTD2", "--output-format", "json", "--no-cache", "one.py",
+                             cwd=folder)
+    assert code in (0, 1), err
+    return {d["location"]["row"]: d["code"] for d in json.loads(out)}
+
+
+def row_of(source: str, needle: str, nth: int = 0) -> int:
+    """The row of the `nth` line of `source` (dedented, as `write` writes it) that holds `needle`."""
+    return [n for n, line in enumerate(textwrap.dedent(source).splitlines(), 1) if needle in line][nth]
 
 
 def cuda_available() -> bool:

@@ -5,11 +5,10 @@ builds one class (`return Pool(...)`, `return cls(...)` in a classmethod) return
 from __future__ import annotations
 
 import ast
-import json
 import textwrap
 
 import pytest
-from conftest import write
+from conftest import codes_by_row, row_of
 
 from h2dlint.facts.receivers import returned_class
 
@@ -39,22 +38,10 @@ SOURCE = """\
     """
 
 
-def findings(run_cli, tmp_path):
-    write(tmp_path, "one.py", SOURCE)
-    code, out, err = run_cli("check", "--select", "HTD1,HTD2", "--output-format", "json", "--no-cache", "one.py",
-                             cwd=tmp_path)
-    assert code in (0, 1), err
-    return {d["location"]["row"]: d["code"] for d in json.loads(out)}
-
-
-def row_of(needle: str) -> int:
-    return next(n for n, line in enumerate(textwrap.dedent(SOURCE).splitlines(), 1) if needle in line)
-
-
 def test_an_alias_of_self_pool_built_by_an_unannotated_function_reads_the_class_attributes(tmp_path, run_cli):
-    found = findings(run_cli, tmp_path)
-    assert found[row_of("pool.lens.sum().item()")] == "HTD201"
-    assert found[row_of("pool.staging.to(dev)")] == "HTD103"
+    found = codes_by_row(run_cli, tmp_path, SOURCE)
+    assert found[row_of(SOURCE, "pool.lens.sum().item()")] == "HTD201"
+    assert found[row_of(SOURCE, "pool.staging.to(dev)")] == "HTD103"
 
 
 @pytest.mark.parametrize(

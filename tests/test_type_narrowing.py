@@ -6,11 +6,10 @@ and its attributes to where `Cls` puts them (for placement)."""
 from __future__ import annotations
 
 import ast
-import json
 import textwrap
 
 import pytest
-from conftest import write
+from conftest import codes_by_row, row_of
 
 from h2dlint.facts.bindings import asserted_classes
 from h2dlint.facts.syntax import type_cast
@@ -70,43 +69,30 @@ SOURCE = """\
     """
 
 
-def findings(run_cli, tmp_path):
-    write(tmp_path, "one.py", SOURCE)
-    code, out, err = run_cli("check", "--select", "HTD1,HTD2", "--output-format", "json", "--no-cache", "one.py",
-                             cwd=tmp_path)
-    assert code in (0, 1), err
-    return {d["location"]["row"]: d["code"] for d in json.loads(out)}
-
-
-def row_of(needle: str, nth: int = 0) -> int:
-    rows = [n for n, line in enumerate(textwrap.dedent(SOURCE).splitlines(), 1) if needle in line]
-    return rows[nth]
-
-
 def test_a_cast_gives_the_class_whose_method_the_call_reaches_and_whose_attribute_it_reads(tmp_path, run_cli):
-    found = findings(run_cli, tmp_path)
-    assert found.get(row_of("torch.tensor([0, 4]")) == "HTD101"  # `Decoder.masks` is hot through `model.masks`
-    assert found.get(row_of("first = meta.lens.tolist()")) == "HTD201"
+    found = codes_by_row(run_cli, tmp_path, SOURCE)
+    assert found.get(row_of(SOURCE, "torch.tensor([0, 4]")) == "HTD101"  # `Decoder.masks` is hot through `model.masks`
+    assert found.get(row_of(SOURCE, "first = meta.lens.tolist()")) == "HTD201"
 
 
 def test_an_asserted_class_narrows_a_parameter(tmp_path, run_cli):
-    assert findings(run_cli, tmp_path).get(row_of("total = base.lens.sum().item()")) == "HTD201"
+    assert codes_by_row(run_cli, tmp_path, SOURCE).get(row_of(SOURCE, "total = base.lens.sum().item()")) == "HTD201"
 
 
 def test_an_isinstance_test_narrows_in_its_branch_only(tmp_path, run_cli):
-    found = findings(run_cli, tmp_path)
-    assert found.get(row_of("torch.tensor([1, 2]")) == "HTD101"  # `model.rows` in the branch: `Narrowed.rows`
-    assert row_of("torch.tensor([3, 4]") not in found  # `model.cols` after it: `model` may be anything
+    found = codes_by_row(run_cli, tmp_path, SOURCE)
+    assert found.get(row_of(SOURCE, "torch.tensor([1, 2]")) == "HTD101"  # `model.rows` in the branch: `Narrowed.rows`
+    assert row_of(SOURCE, "torch.tensor([3, 4]") not in found  # `model.cols` after it: `model` may be anything
 
 
 def test_a_cast_is_its_value_for_placement(tmp_path, run_cli):
-    assert findings(run_cli, tmp_path).get(row_of("staged.cuda()")) == "HTD103"
+    assert codes_by_row(run_cli, tmp_path, SOURCE).get(row_of(SOURCE, "staged.cuda()")) == "HTD103"
 
 
 def test_without_a_cast_or_with_an_assert_only_in_a_branch_the_class_stays_unknown(tmp_path, run_cli):
-    found = findings(run_cli, tmp_path)
-    assert row_of("first = meta.lens.tolist()", 1) not in found
-    assert row_of("total = base.lens.sum().item()", 1) not in found
+    found = codes_by_row(run_cli, tmp_path, SOURCE)
+    assert row_of(SOURCE, "first = meta.lens.tolist()", 1) not in found
+    assert row_of(SOURCE, "total = base.lens.sum().item()", 1) not in found
 
 
 @pytest.mark.parametrize(
