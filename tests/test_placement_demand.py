@@ -11,7 +11,7 @@ from conftest import write
 from test_placement_links import IDS, RUNNER, edit
 
 from h2dlint.facts.settings import Settings
-from h2dlint.project.cache import ENVIRONMENT_VARIABLE, content_key
+from h2dlint.project.cache import ENVIRONMENT_VARIABLE, Cache, content_key
 from h2dlint.project import placement_demand
 from h2dlint.project import run as run_module
 from h2dlint.project.placement_demand import DemandedExports, exports_of_file
@@ -160,3 +160,18 @@ def test_a_run_that_cannot_start_a_worker_works_every_export_out_when_asked(two_
     parallel = analyse_paths([str(two_asked / "pkg")], Settings(), jobs=2, use_cache=False)
     serial = analyse_paths([str(two_asked / "pkg")], Settings(), jobs=1, use_cache=False)
     assert findings_of(parallel) == findings_of(serial)
+
+
+def test_prefetch_reads_each_cached_export_once(two_asked, monkeypatch):
+    analyse_paths([str(two_asked / "pkg")], Settings(), jobs=2)  # works them out and stores them
+    loads = []
+    original = Cache.load_exports
+
+    def counted(self, key):
+        loads.append(key)
+        return original(self, key)
+
+    monkeypatch.setattr(Cache, "load_exports", counted)
+    again = analyse_paths([str(two_asked / "pkg")], Settings(), jobs=2)
+    assert len(again.asked) == 2
+    assert sorted(loads) == sorted(set(loads)) and len(loads) == 2

@@ -18,7 +18,7 @@ changed need not.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Dict, Iterable, Optional, Set
+from typing import TYPE_CHECKING, Dict, Iterable, Optional, Set, Union
 
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
@@ -45,7 +45,8 @@ class DemandedExports:
         self._paths = paths
         self._keys = keys
         self._found: Dict[str, PlacementExports] = {}
-        self._pending: Dict[str, "Future[Optional[PlacementExports]]"] = {}  # by module: being worked out
+        # By module: what `prefetch` found in the cache, or is working out.
+        self._pending: Dict[str, "Union[PlacementExports, Future[Optional[PlacementExports]]]"] = {}
         self._pool = None
         self.asked: Set[str] = set()  # the files asked, by absolute path
 
@@ -59,8 +60,15 @@ class DemandedExports:
         """Start working out the exports of `modules` that the cache does not hold, in `workers` processes;
         `__call__` waits for each when it is asked. Nothing starts for fewer than two such modules or one
         worker, or where no process can be had: each is then worked out when asked, as without this."""
-        todo = [m for m in dict.fromkeys(modules) if m not in self._found and self._stored(m) is None]
-        todo = [m for m in todo if self._keys.get(self._paths[m]) is not None]
+        todo = []
+        for module in dict.fromkeys(modules):
+            if module in self._found or self._keys.get(self._paths[module]) is None:
+                continue
+            stored = self._stored(module)
+            if stored is not None:
+                self._pending[module] = stored  # read once: `_exports_of` takes it from here
+            else:
+                todo.append(module)
         if workers < 1 or len(todo) < 2:
             return
         from concurrent.futures import ProcessPoolExecutor  # as in `run._summarize_all`: not on a warm run
@@ -92,6 +100,8 @@ class DemandedExports:
         if key is None:
             return _NOTHING
         pending = self._pending.pop(module, None)
+        if isinstance(pending, PlacementExports):
+            return pending
         if pending is not None:
             try:
                 found = pending.result()
