@@ -58,7 +58,7 @@ class DemandedExports:
 
     def prefetch(self, modules: Iterable[str], workers: int) -> None:
         """Start working out the exports of `modules` that the cache does not hold, in `workers` processes;
-        `__call__` waits for each when it is asked. Nothing starts for fewer than two such modules or one
+        `__call__` waits for each when it is asked. Nothing starts for fewer than two such modules or no
         worker, or where no process can be had: each is then worked out when asked, as without this."""
         todo = []
         for module in dict.fromkeys(modules):

@@ -176,9 +176,10 @@ def analyse(
     summaries, files = {modules[p]: o[2].summary for p, o in done.items()}, {modules[p]: p for p in done}
     graph = ProjectGraph(summaries, files)
     demand = DemandedExports(settings, cache, files, {p: o[1] for p, o in done.items()})
-    pending = [(o[2], modules[p]) for p, o in done.items() if has_pending(o[2])]
-    # Worked out beside propagation, which needs none of them; the main process keeps one processor.
-    demand.prefetch(first_asked(graph, summaries, files, pending), jobs - 1 if len(paths) >= SERIAL_BELOW else 0)
+    workers = jobs - 1 if len(paths) >= SERIAL_BELOW else 0  # the main process keeps one processor
+    if workers:  # exports worked out beside propagation, which needs none of them
+        pending = [(o[2], modules[p]) for p, o in done.items() if has_pending(o[2])]
+        demand.prefetch(first_asked(graph, summaries, files, pending), workers)
     try:
         heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
         links, results, resolved = PlacementLinks(graph, summaries, files, demand), [], {}
