@@ -216,6 +216,16 @@ def test_python_dash_m_runs_the_cli():
     assert done.stderr == ""
 
 
+def test_python_dash_m_from_a_tree_with_a_stdlib_named_module(tmp_path):
+    # vLLM 0.6 has `vllm/logging/`: checked from that folder, `python -m` put it before the standard library.
+    for shadow in ("logging/__init__.py", "argparse.py", "json/__init__.py"):
+        write(tmp_path, shadow, "raise ImportError('the checked tree\\'s own module was imported')\n")
+    write(tmp_path, "step.py", HOT)
+    done = subprocess.run([PYTHON, "-m", "h2dlint", "check", "."], capture_output=True, text=True, cwd=tmp_path)
+    assert done.stderr == ""
+    assert done.returncode == 1 and "HTD101" in done.stdout
+
+
 def test_console_script_is_installed():
     done = subprocess.run(
         [os.path.join(os.path.dirname(PYTHON), "h2dlint"), "rule", "HTD104"], capture_output=True, text=True
