@@ -19,7 +19,8 @@ the expression back through what this file shows:
 - names unpacked from a call (`rows, cols = torch.meshgrid(a, b)`, `vals, ids = x.topk(k)`) and loop and
   comprehension variables (`for row in rows:`, through `enumerate` and `zip`): where every item of the result
   or the container is;
-  the tensor fields of an operation's result (`x.max(-1).indices`), where the result is;
+  the tensor fields of an operation's result (`x.max(-1).indices`, or `top.indices` after `top = x.topk(k)`),
+  where the result is;
 - `self.x`, through what every method of the class assigns to it, and calls of the module's functions and
   the class's methods, through what they return (`placement_summary`); a parameter of a private function,
   through what every call of it in the module passes (`placement_callers`);
@@ -114,6 +115,8 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
             return scope.attribute(expr.attr, depth + 1).via(f"line {expr.lineno}: `self.{expr.attr}`")
         found = scope.typed_attribute(expr, depth + 1)
+        if found.place is Place.UNKNOWN and _names_a_result(expr, scope.names):  # `top = x.topk(k)`, `top.indices`
+            found = placement_of(expr.value, scope, depth + 1)
         return found.via(f"line {expr.lineno}: `{short(expr)}`") if found.place is not Place.UNKNOWN else found
     if isinstance(expr, ast.Subscript):  # a view of a tensor, or an item of a container of them
         return placement_of(expr.value, scope, depth + 1)
@@ -137,6 +140,14 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     if isinstance(expr, ast.Constant) and expr.value is None:
         return NO_TENSOR
     return UNKNOWN
+
+
+def _names_a_result(expr: ast.Attribute, names: NameResolver) -> bool:
+    """`first.values` with `first = m.max(dim=-1)`: a tensor field of a local name bound to a call's result,
+    which lives where the result does (a call that returns no tensor has no placement to follow)."""
+    if expr.attr not in _RESULT_FIELDS or not isinstance(expr.value, ast.Name):
+        return False
+    return isinstance(names.value_at(expr.value), ast.Call)
 
 
 def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:

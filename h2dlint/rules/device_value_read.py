@@ -266,6 +266,21 @@ class DeviceValueRead(DeviceToHostRule):
             column=12,
             reason="is built on the device (`device=dev`)",
         ),
+        # A tensor field of a named result (`first = m.max(dim=-1)`) lives where the result does: vLLM 0.6's
+        # n-gram proposer read `first_match.values.item()` once per sequence per step.
+        Invalid(
+            """
+            import torch
+
+            def forward(ids, pattern):
+                matches = (ids.cuda() == pattern).all(dim=-1)
+                first_match = matches.max(dim=-1)
+                if first_match.values.item():  # HTD201
+                    return first_match.indices
+            """,
+            column=8,
+            reason="`first_match.values` is moved to the device by `.cuda(...)`",
+        ),
         # One joined tensor on the device puts the join there: PyTorch joins tensors of one device only.
         Invalid(
             """
