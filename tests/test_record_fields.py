@@ -215,3 +215,37 @@ def test_calls_written_counts_the_name_as_a_call_of_its_own_only():
 
     source = "class Meta(Base):\n    pass\ny = g\nMeta(1)\nx.Meta(2)\nNotMeta(3)\nz = Meta (4)\nclass  Meta(x):\n    pass\n"
     assert calls_written(["Meta"], source) == {"Meta": 2}
+
+
+def test_a_positional_argument_of_a_record_whose_field_order_is_not_known_may_fill_any_field(tmp_path, run_cli):
+    source = textwrap.dedent("""\
+        import torch
+        from dataclasses import dataclass
+
+
+        class Base:
+            pass
+
+
+        @dataclass
+        class Meta(Base):
+            lens: torch.Tensor
+
+
+        def make(n, dev):
+            return Meta(lens=torch.zeros(n, device=dev))
+
+
+        def make_on_host(n):
+            return Meta(torch.zeros(n))
+
+
+        def forward(meta: Meta):
+            return meta.lens.tolist()
+        """)
+    write(tmp_path, "one.py", source)
+    row = row_of(source, "meta.lens.tolist()")
+    assert row not in findings(run_cli, "--select", "HTD2", "one.py", cwd=tmp_path)
+    write(tmp_path, "one.py", source.replace("Meta(torch.zeros(n))", "Meta(lens=torch.zeros(n, device='cuda'))"))
+    assert row in findings(run_cli, "--select", "HTD2", "one.py", cwd=tmp_path)
+

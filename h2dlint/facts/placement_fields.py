@@ -5,7 +5,8 @@ A record class is a dataclass or a `NamedTuple`: its constructor stores each arg
 and does nothing else, so what a call passes is what the field holds. The calls are read in the class's own file,
 by its name (`Buffers(...)`) or, in its own classmethods, by `cls(...)`, in its top-level functions and methods.
 A class that defines `__init__` is no record: its constructor may do anything. A field stays unknown where a
-call may fill it through `*args` or `**kwargs`, where the file writes the class's name followed by `(` anywhere
+call may fill it through `*args` or `**kwargs`, or by position where the order of the fields is not known here
+(a base class may declare some first), where the file writes the class's name followed by `(` anywhere
 else (a call in a nested function, at module level), or where the file stores it through another object
 (`meta.seq_lens = ...`, `dataclasses.replace(meta, seq_lens=...)`).
 
@@ -118,8 +119,8 @@ def field_fills(
         if record is None:
             continue
         seen[record] += isinstance(node.func, ast.Name) and node.func.id == record  # type: ignore[attr-defined]
-        if _unpacks(node):  # type: ignore[arg-type]
-            open_records.add(record)
+        if _unpacks(node) or (node.args and not records[record]):  # type: ignore[attr-defined]
+            open_records.add(record)  # positional arguments fill fields in an order not known here
         for field, value in _passed(node, records[record]):  # type: ignore[arg-type]
             table[record].setdefault(field, []).append(FieldFill(function, owner, value, node.lineno))
     written = calls_written(records, source)
