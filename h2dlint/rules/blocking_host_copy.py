@@ -229,13 +229,22 @@ class BlockingHostCopy(Rule):
                 scale = torch.tensor(2.0)
                 return (scale * lens).to(dev)
             """),
-        # `.to(t)` and `.to(t.device)` with `t` on the host stay on the host.
+        # `.to(t)` and `.to(t.device)` with `t` on the host stay on the host, as does `.to(device)` after
+        # `device = t.device` (a feature extractor's `apply_cmvn`, run on the CPU).
         Valid("""
             import torch
 
             def forward(lens_cpu):
                 host = torch.arange(4)
                 return host.to(lens_cpu), host.to(lens_cpu.device)
+            """),
+        Valid("""
+            import torch
+
+            def forward(n):
+                inputs = torch.zeros(n, 80)
+                device = inputs.device
+                return inputs + torch.ones(1, 80).to(device)
             """),
     )
     INVALID = (

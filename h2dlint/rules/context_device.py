@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from h2dlint.facts.arguments import has_star_args, keyword_value, positional_args
+from h2dlint.facts.arguments import has_star_args, keyword_value, positional_args, tensor_device
 from h2dlint.facts.constructs import has_empty_literal_data
 from h2dlint.facts.placement_values import Place
 from h2dlint.rules.base import Match
@@ -35,8 +35,10 @@ def built_in_device_context(call: ast.Call, qualified: str, context: Context) ->
 
 
 def copies_to_a_host_tensors_device(call: ast.Call, context: Context) -> bool:
-    """`.to(x.device)`, `device=x.device` or `.to(x)` where `x` is known to be on the host: the copy stays there."""
+    """`.to(x.device)`, `device=x.device` (or `.to(dev)` after `dev = x.device`) or `.to(x)` where `x` is known to
+    be on the host: the copy stays there."""
     device = keyword_value(call, "device") or next(iter(positional_args(call)), None)
-    if isinstance(device, ast.Attribute) and device.attr == "device":
-        return context.placement(device.value).place.on_host
+    taken = tensor_device(device, context.names.value_at)
+    if taken is not None:
+        return context.placement(taken.value).place.on_host
     return isinstance(device, (ast.Name, ast.Attribute, ast.Subscript)) and context.placement(device).place.on_host
