@@ -3,9 +3,11 @@ it, and only when those calls are all its references and each shows the argument
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
+from conftest import row_of, write
 
 from h2dlint.facts.settings import Settings
 from h2dlint.project.findings import check_source
@@ -72,7 +74,8 @@ def test_the_callers_are_found_whatever_ends_the_lines(line_end):
     assert [d.code for d in check_source(source.replace("\n", line_end), SELECT)] == ["HTD201"]
 
 
-def test_a_public_function_may_be_called_from_other_modules():
+def test_a_public_function_checked_alone_may_be_called_from_other_modules():
+    # Checked alone (flake8 with no project), no file can say that nothing else calls it.
     source = "import torch\n" + CALLEE.replace("_read", "read") + "\ndef forward(x, dev):\n    return read(x.to(dev))\n"
     assert codes(source) == []
 
@@ -110,3 +113,94 @@ def test_the_heuristic_switches_off():
     source = "import torch\n" + CALLEE + "\ndef forward(x, dev):\n    return _read(x.to(dev))\n"
     off = Settings(select=("HTD",), disable_heuristics=("placement-parameter-from-callers",))
     assert check_source(textwrap.dedent(source), off) == []
+
+
+PUBLIC = """\
+import torch
+
+
+def read(ids, extra=None):
+    return ids.tolist()
+
+
+def forward(x, dev):
+    return read(x.to(dev))
+
+
+class Runner:
+    def update(self, lens):
+        return lens.max().item()
+
+    def forward(self, x, dev):
+        return self.update(x.to(dev))
+"""
+
+
+def public_findings(run_cli, root, *args):
+    code, out, err = run_cli("check", "--select", "HTD2", "--output-format", "json", *args, ".", cwd=root)
+    assert code in (0, 1), err
+    return {d["location"]["row"]: d["message"] for d in json.loads(out)}
+
+
+@pytest.fixture
+def public(tmp_path):
+    root = tmp_path / "demo"
+    write(root, "pyproject.toml", "[project]\nname = 'demo'\n")
+    write(root, "pkg/__init__.py", "")
+    write(root, "pkg/ops.py", PUBLIC)
+    write(root, "pkg/other.py", "def unrelated(x):\n    return x\n")
+    return root
+
+
+def test_a_public_function_no_other_file_calls_is_placed_by_its_module_calls(public, run_cli):
+    found = public_findings(run_cli, public, "--no-cache")
+    assert set(found) == {row_of(PUBLIC, "ids.tolist()"), row_of(PUBLIC, "lens.max().item()")}
+    assert "no other file of the project calls `read`" in found[row_of(PUBLIC, "ids.tolist()")]
+
+
+@pytest.mark.parametrize(
+    ("other", "needle"),
+    [
+        ("from pkg.ops import read\n\ndef g(x):\n    return read(x)\n", "ids.tolist()"),
+        ("import pkg.ops\n\ndef g(x):\n    return pkg.ops.read(x)\n", "ids.tolist()"),
+        ("from pkg.ops import read\n\nHANDLERS = {'read': read}\n", "ids.tolist()"),
+        ("def g(runner, x):\n    return runner.update(x)\n", "lens.max().item()"),
+    ],
+    ids=["called", "called through its module", "imported, not called", "a method of that name called"],
+)
+def test_a_public_function_another_file_may_call_is_not_placed(public, run_cli, other, needle):
+    write(public, "pkg/other.py", other)
+    found = public_findings(run_cli, public, "--no-cache")
+    assert row_of(PUBLIC, needle) not in found
+    assert len(found) == 1  # the other one still is
+
+
+def test_a_warm_run_sees_another_file_start_calling_it(public, run_cli):
+    row = row_of(PUBLIC, "ids.tolist()")
+    assert row in public_findings(run_cli, public)
+    write(public, "pkg/other.py", "from pkg import ops\n\ndef g(x):\n    return ops.read(x)\n")
+    assert row not in public_findings(run_cli, public)
+
+
+def test_module_calls_that_disagree_leave_a_name_convention_to_decide(public, run_cli):
+    # sglang's aiter backend passes `qo_indptr if qo_indptr_cpu is None else qo_indptr_cpu`: the calls disagree,
+    # and the mirror the function makes still says which tensor is the device copy.
+    source = PUBLIC + textwrap.dedent("""\
+
+        def plan(lens, out):
+            lens_cpu = lens.to("cpu", dtype=torch.int32)
+            out.copy_(lens_cpu)
+
+
+        def prepare_for_decode(x, x_cpu, out, dev):
+            plan(x.to(dev) if x_cpu is None else x_cpu, out)
+        """)
+    write(public, "pkg/ops.py", source)
+    found = public_findings(run_cli, public, "--no-cache")
+    assert "has a host mirror `lens_cpu`" in found[row_of(source, 'lens.to("cpu"')]
+
+
+def test_the_public_heuristic_switches_off_alone(public, run_cli):
+    found = public_findings(run_cli, public, "--no-cache", "--disable-heuristics",
+                            "placement-parameter-from-module-callers")
+    assert found == {}

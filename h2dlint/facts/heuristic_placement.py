@@ -69,6 +69,12 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         "a parameter of a private function (`_pack`, `self._pack`) lives where every call of it in its module, "
         "all of its references there, passes it: a leading underscore keeps its callers in that module",
     ),
+    Heuristic(
+        "placement-parameter-from-module-callers", Effect.PLACEMENT, Group.CONVENTION,
+        "a parameter of a public top-level function or method lives where every call of it in its module passes "
+        "it, when no other file of the project calls or imports that name: its callers are then all in sight "
+        "(a caller outside the project, or a reference that is not a call, such as a callback, is not)",
+    ),
     # The kind, not the place, of an index (`rules.mask_indexing`): so named, an integer index would gather the
     # wrong rows and a float one would raise.
     Heuristic(

@@ -1,4 +1,4 @@
-"""Where a parameter of a private function lives, from the calls its own module makes of it.
+"""Where a parameter of a function lives, from the calls its own module makes of it.
 
 `def _pack(self, lens): ... lens.max().item()` says nothing of `lens`; `self._pack(seq_lens.cuda())`, the
 only call of it, does. A private function (one leading underscore: `_pack`, a method `self._pack`) is an
@@ -12,6 +12,11 @@ passes it (`placement-parameter-from-callers`):
 - each call passes the parameter by position or keyword, with no `*args`/`**kwargs` that may hide it; a call
   that leaves it to its default, or passes a constant (`None`), passes no tensor and is skipped;
 - the arguments agree (`agree_all`): one unknown, or a host and a device one, give unknown.
+
+A public function or method (`pack`, `self.pack`) may be called from other files too. Its parameter is placed
+the same way (`placement-parameter-from-module-callers`), as a question for the project ("callers"), answered
+only where no other file calls or imports that name (`project.placement_links`). Until then it is unknown,
+so a name convention still decides where the module's calls disagree.
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from typing import Callable, List, Optional, Tuple
 
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_conventions import FROM_CALLERS
-from h2dlint.facts.placement_exports import FunctionNode
+from h2dlint.facts.placement_exports import FunctionNode, exported
 from h2dlint.facts.placement_regions import own_nodes, spans_any
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
 from h2dlint.facts.positions import line_starts, row_at
+from h2dlint.facts.summary import PlacementQuery
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling function, its class, the call
 _NOT_PASSED = object()  # the call leaves the parameter to its default
@@ -37,9 +43,9 @@ def is_private(name: str) -> bool:
 
 
 class CallerArguments:
-    """The part of `placement_summary.ModulePlacements` that places a private function's parameters by the
-    calls its module makes (`passed`). It uses the host's `_functions`, `_classes`, `_conventions`, `scope`,
-    `_source`, `_exporting`, `_summary`, `_names_for` and `_method_of`; `exports` uses its `_top_level_functions`."""
+    """The part of `placement_summary.ModulePlacements` that places a function's parameters by the calls its
+    module makes (`passed`). It uses the host's `_functions`, `_classes`, `_conventions`, `scope`, `_source`,
+    `_exporting`, `_summary`, `_ask`, `_names_for` and `_method_of`; `exports` uses its `_top_level_functions`."""
 
     _source: str
     _exporting: bool
@@ -47,12 +53,15 @@ class CallerArguments:
 
     def passed(self, function: Optional[FunctionNode], class_name: Optional[str], name: str, depth: int) -> Placement:
         """Where parameter `name` of `function` (a method of `class_name`, or a module function) lives, from the
-        calls of it in this module; unknown for a public function or one defined inside another, and while the
-        module's exports are worked out: other files seldom call a private function, and placing the parameters
-        behind every return and attribute it exports cost 40% of this heuristic's time."""
+        calls of it in this module (for a public function, a question for the project); unknown for one defined
+        inside another, and while the module's exports are worked out: placing the parameters behind every
+        return and attribute it exports cost 40% of this heuristic's time."""
         if self._exporting:
             return UNKNOWN  # what other files are told (`exports`) does not rest on this module's own calls
-        if function is None or not is_private(function.name) or not self._conventions.parameter_from_callers:
+        private = function is not None and is_private(function.name)
+        if function is None or not self._conventions.parameter_from_callers:
+            return UNKNOWN
+        if not private and not self._conventions.public_from_callers:
             return UNKNOWN
         method = class_name is not None
         if method and self._method_of(class_name, function.name)[0] is not function:  # type: ignore[arg-type]
@@ -60,7 +69,11 @@ class CallerArguments:
         if not method and self._functions.get(function.name) is not function:
             return UNKNOWN
         key = (class_name or "", f"({function.name}){name}")
-        return self._summary(key, lambda: self._passed(function, class_name, name, depth))
+        found = self._summary(key, lambda: self._passed(function, class_name, name, depth))
+        if private or found.place is Place.UNKNOWN:
+            return found if private else UNKNOWN  # a public function's callers that disagree: not yet known
+        query = PlacementQuery("callers", function.name, class_name or "", local=exported(found))
+        return self._ask(query)  # type: ignore[attr-defined]
 
     def _passed(self, function: FunctionNode, class_name: Optional[str], name: str, depth: int) -> Placement:
         sites = self._callers(function, class_name)

@@ -29,6 +29,7 @@ ROUTING = "placement-name-routing"
 SIBLING = "placement-sibling-host-mirror"
 NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
+FROM_MODULE_CALLERS = "placement-parameter-from-module-callers"
 MASK_NAMES = "placement-name-mask-index"
 CONFIGURED_HOST = "`host-tensors`"
 CONFIGURED_DEVICE = "`accelerator-tensors`"
@@ -48,6 +49,7 @@ class Conventions:
     routing: Tuple[str, ...] = ()  # `placement-name-routing`: so are these
     named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
+    public_from_callers: bool = False  # `placement-parameter-from-module-callers`: public functions too
     mask_names: Tuple[str, ...] = ()  # `placement-name-mask-index`: the kind of an index, for `rules.mask_indexing`
 
     def names_a_mask(self, expr: ast.expr) -> bool:
@@ -188,5 +190,6 @@ def conventions_from(settings: Settings) -> Conventions:
         routing=patterns(ROUTING),
         named_like_class=settings.enabled(NAMED_LIKE_CLASS),
         parameter_from_callers=settings.enabled(FROM_CALLERS),
+        public_from_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_MODULE_CALLERS),
         mask_names=patterns(MASK_NAMES),
     )

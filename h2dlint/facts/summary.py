@@ -160,7 +160,11 @@ class PlacementQuery:
     object, as `CallRef.receiver` writes it (`("CommonAttentionMetadata",)` for `meta.seq_lens` with
     `meta: CommonAttentionMetadata`; `("self", "batch")` for `self.batch.seq_lens`, `owner` then the class of
     `self`), and `mirror` whether a `<name>_cpu` attribute of that class makes it the device copy
-    (`placement-sibling-host-mirror` is on)."""
+    (`placement-sibling-host-mirror` is on).
+
+    "callers" asks whether any other file calls or imports function or method `name` (of class `owner`, if
+    any): if none does, a parameter of it lives where every call in its own module passes it, as `local` says
+    (`facts.placement_callers`)."""
 
     kind: str
     name: str
@@ -168,6 +172,7 @@ class PlacementQuery:
     receiver: Tuple[str, ...] = ()
     mirror: bool = False
     written: str = ""  # the attribute as written (`meta.seq_lens`), for a remedy that names its mirror
+    local: Optional[ExportedPlacement] = None  # "callers": the answer when the module's calls are all the calls
 
 
 @dataclass(frozen=True)

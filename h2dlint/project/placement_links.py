@@ -77,6 +77,7 @@ class PlacementLinks:
         self._paths = paths
         self._exports = exports
         self._stored_anywhere: Optional[FrozenSet[str]] = None
+        self._imported_names: Optional[FrozenSet[str]] = None  # the last name of everything a module imports
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
         """`file` with each pending site whose question the project answers with a placement its rule
@@ -108,6 +109,8 @@ class PlacementLinks:
         the question comes back to itself (a cycle)."""
         if (module, query) in asked or len(asked) >= _MAX_LINKS:
             return None
+        if query.kind == "callers":
+            return self._only_called_in(module, query)
         found = self._definition(module, query)
         if found is None:
             return None
@@ -124,6 +127,24 @@ class PlacementLinks:
             chain = exported.chain
         return ExportedPlacement(exported.place, f"{how} ({path}), where it {exported.evidence}", chain,
                                  mirror=exported.mirror)
+
+    def _only_called_in(self, module: str, query: PlacementQuery) -> Optional[ExportedPlacement]:
+        """The placement of a public function's parameter by the calls of its own module (`query.local`), where
+        no other file calls the function's name (`obj.name(...)` counts, whatever `obj` is) or imports it."""
+        if query.local is None or self._named_elsewhere(module, query.name):
+            return None
+        local = query.local
+        evidence = f"{local.evidence}, and no other file of the project calls `{query.name}`"
+        return ExportedPlacement(local.place, evidence, local.chain, mirror=local.mirror)
+
+    def _named_elsewhere(self, module: str, name: str) -> bool:
+        if self._imported_names is None:
+            self._imported_names = frozenset(
+                target.rpartition(".")[2] for s in self._modules.values() for target in s.imports.values()
+            )
+        if name in self._imported_names:
+            return True  # a module imports it (its own module may too: a rare case, read as unknown)
+        return any(name in s.called_names for m, s in self._modules.items() if m != module)
 
     def _definition(self, module: str, query: PlacementQuery) -> Optional[Tuple[str, Optional[ExportedPlacement], str]]:
         """(the module that defines what `query` asks about, what it exports of it, how the evidence names it)."""
@@ -282,8 +303,11 @@ def _exports_changed(
 
 
 def _read_by_others(file: FileSummary) -> object:
-    """What other files' answers read of `file`'s summary: the attributes its classes hold, and the names it
-    calls and the attributes it stores, which decide whether a record's field is trusted
-    (`PlacementLinks._trusted`)."""
+    """What other files' answers read of `file`'s summary: the attributes its classes hold, the names it calls
+    and the attributes it stores, which decide whether a record's field is trusted (`PlacementLinks._trusted`),
+    and the names it calls or imports, whether a public function's module calls are all its calls."""
     summary = file.summary
-    return summary.attribute_names, summary.filled_records, summary.called_names, summary.stored_attributes
+    return (
+        summary.attribute_names, summary.filled_records, summary.called_names, summary.stored_attributes,
+        summary.imports,
+    )

@@ -112,7 +112,8 @@ PLACEMENT_SOURCES = """
         branches, when every binding that may reach the use agrees), `self.x` through every assignment in the class's
         methods, a field of a dataclass or `NamedTuple` through the constructor calls of its file (where no other
         file constructs the class or stores the field), the return values of the module's functions and methods, a
-        parameter of a private function (`_pack`, `self._pack`) where every call of it in the module passes it, and a
+        parameter of a private function (`_pack`, `self._pack`) where every call of it in the module passes it (of a
+        public one too, where no other file of the project calls or imports its name), and a
         branch that tests the device
         (inside `if x.is_cuda:` or `... if x.device.type != "cpu" else ...`, `x` is on the device; where a test
         names the CPU, on the host; the `else` of `x.is_cuda` says nothing, since XPU and NPU tensors are not CUDA
@@ -134,8 +135,8 @@ FIX_BUILT_ELSEWHERE = """
 
 # What placement cannot see, for "Known problems".
 KNOWN_PLACEMENT_LIMITS = """
-        Placement is known only from this file: a tensor passed in as a parameter (except to a private function
-        whose calls in the module all show it), a dataclass field, or an
+        Placement is known only from this file: a tensor passed in as a parameter (except to a function whose
+        calls in the module all show it, and are, for a public one, all the project's), a dataclass field, or an
         attribute or return value defined in another module is unknown unless a name convention or the
         `host-tensors` / `accelerator-tensors` settings say where it lives, so such copies are missed.
         Placement decided by configuration (a `device` option that may be the CPU) is not seen either, except a
