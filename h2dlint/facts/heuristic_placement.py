@@ -74,6 +74,11 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         "a parameter of a public top-level function or method lives where every call of it in its module passes "
         "it, when no other file of the project calls or imports that name: its callers are then all in sight "
         "(a caller outside the project, or a reference that is not a call, such as a callback, is not)",
+        evidence=(
+            "sglang layers/attention/vision.py:286",
+            "vllm model_executor/models/funaudiochat.py:404",
+            "aphrodite model_executor/models/funaudiochat.py:375",
+        ),
     ),
     # The kind, not the place, of an index (`rules.mask_indexing`): so named, an integer index would gather the
     # wrong rows and a float one would raise.
