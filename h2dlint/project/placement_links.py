@@ -17,6 +17,7 @@ ask, so its pending sites are never reported there either.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import replace
 from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
@@ -77,7 +78,8 @@ class PlacementLinks:
         self._paths = paths
         self._exports = exports
         self._stored_anywhere: Optional[FrozenSet[str]] = None
-        self._imported_names: Optional[FrozenSet[str]] = None  # the last name of everything a module imports
+        self._imported_names: FrozenSet[str] = frozenset()  # the last name of everything a module imports
+        self._callers_of: Optional[Counter[str]] = None  # how many modules call each name
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
         """`file` with each pending site whose question the project answers with a placement its rule
@@ -138,13 +140,14 @@ class PlacementLinks:
         return ExportedPlacement(local.place, evidence, local.chain, mirror=local.mirror)
 
     def _named_elsewhere(self, module: str, name: str) -> bool:
-        if self._imported_names is None:
+        if self._callers_of is None:
             self._imported_names = frozenset(
                 target.rpartition(".")[2] for s in self._modules.values() for target in s.imports.values()
             )
+            self._callers_of = Counter(name for s in self._modules.values() for name in s.called_names)
         if name in self._imported_names:
             return True  # a module imports it (its own module may too: a rare case, read as unknown)
-        return any(name in s.called_names for m, s in self._modules.items() if m != module)
+        return self._callers_of[name] > (name in self._modules[module].called_names)
 
     def _definition(self, module: str, query: PlacementQuery) -> Optional[Tuple[str, Optional[ExportedPlacement], str]]:
         """(the module that defines what `query` asks about, what it exports of it, how the evidence names it)."""
