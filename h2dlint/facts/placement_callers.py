@@ -88,7 +88,7 @@ class CallerArguments:
                 continue
             scope = self.scope(self._names_for(caller, owner), owner, caller)  # type: ignore[attr-defined]
             placed = placement_of(argument, scope, depth + 1)  # type: ignore[arg-type]
-            found.append(placed.via(_passed(call, argument, caller)))  # type: ignore[arg-type]
+            found.append(placed.via(_passed(call, name, argument, caller)))  # type: ignore[arg-type]
         if not found:
             return UNKNOWN
         agreed = found[0] if len(found) == 1 else agree_all(found)
@@ -153,9 +153,10 @@ class CallerArguments:
         return self._top_level
 
 
-def _passed(call: ast.Call, argument: ast.expr, caller: FunctionNode) -> Callable[[], str]:
-    """The step of `explain`'s chain from a parameter to the argument a call passes, worded only where shown."""
-    return lambda: f"line {call.lineno}: `{short(call.func, 32)}({short(argument, 32)}, ...)` in `{caller.name}`"
+def _passed(call: ast.Call, name: str, argument: ast.expr, caller: FunctionNode) -> Callable[[], str]:
+    """The step of `explain`'s chain from parameter `name` to the argument a call passes (by keyword, whichever
+    way the call passes it), worded only where shown."""
+    return lambda: f"line {call.lineno}: `{short(call.func, 32)}({name}={short(argument, 32)}, ...)` in `{caller.name}`"
 
 
 def _is_word(char: str) -> bool:
