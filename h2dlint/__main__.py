@@ -5,8 +5,14 @@ import sys
 def _without_working_folder() -> None:
     """`python -m h2dlint` puts the working folder first on `sys.path`. A tree checked from its own folder may
     hold modules named like the standard library's (vLLM 0.6 has `vllm/logging/`), which would then shadow
-    the ones the linter imports. The package itself is already imported, so nothing else needs that entry."""
-    if sys.path and not sys.flags.safe_path and os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
+    the ones the linter imports. The entry stays where h2dlint itself was found there (a source checkout run
+    without installing it): worker processes started by spawning import it from the same path."""
+    here = os.getcwd()
+    if not sys.path or sys.flags.safe_path or os.path.abspath(sys.path[0] or os.curdir) != here:
+        return
+    import h2dlint
+
+    if os.path.dirname(os.path.dirname(os.path.abspath(h2dlint.__file__))) != here:
         del sys.path[0]
 
 
