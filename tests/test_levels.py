@@ -561,3 +561,45 @@ class Processor:
     assert len(check_source(source, Settings())) == int(reported)
     off = Settings(disable_heuristics=("cold-sync-on-request-arrival",))
     assert len(check_source(source, off)) == 1
+
+
+FEATURE_EXTRACTOR = """\
+import torch
+from torch import nn
+from transformers import SequenceFeatureExtractor
+
+
+class Frontend(nn.Module):
+    def forward(self, feats):
+        device = feats.device
+        return feats + torch.zeros(80).to(device)
+
+
+class AudioFeatureExtractor(SequenceFeatureExtractor):
+    def __init__(self, cmvn):
+        self.cmvn = cmvn
+        self.frontend = Frontend()
+
+    def __call__(self, raw, lengths, dev):
+        feats = torch.ones(len(raw), 80).to(lengths.device)
+        staged = torch.tensor(lengths).to("cuda")
+        return self.frontend(feats), staged
+"""
+
+
+def test_a_hugging_face_processor_runs_once_per_request_on_host_tensors():
+    # Its `__call__`, and the `forward` of a module only it builds, run as a request arrives: a device taken
+    # from an input tensor is the host there, and a copy to an explicit device runs once per request.
+    found = {d.span.row: d for d in check_source(FEATURE_EXTRACTOR, Settings())}
+    assert set(found) == {19}
+    assert found[19].level == "per-request"
+    assert "as it arrives (a Hugging Face processor)" in found[19].message
+    off = Settings(disable_heuristics=("hot-per-request-processor",))
+    assert {d.span.row: d.level for d in check_source(FEATURE_EXTRACTOR, off)} == {
+        9: "per-step", 18: "per-step", 19: "per-step",
+    }
+
+
+def test_a_processor_of_the_engine_s_own_is_no_hugging_face_one():
+    source = FEATURE_EXTRACTOR.replace("(SequenceFeatureExtractor)", "(BaseMultimodalProcessor)")
+    assert {d.span.row for d in check_source(source, Settings())} == {9, 18, 19}

@@ -33,6 +33,17 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         exceptions=("*ForConditionalGeneration*", "*ForCausalLM*", "*LLM*", "*LanguageModel*", "*TextModel*"),
     ),
     Heuristic(
+        "hot-per-request-processor", _HOT, Group.CALL,
+        "a Hugging Face processor or feature extractor (a class derived from `ProcessorMixin`, "
+        "`SequenceFeatureExtractor`, `FeatureExtractionMixin`, `ImageProcessingMixin`, `BaseImageProcessor`, "
+        "`BaseImageProcessorFast` or `BaseVideoProcessor`) turns a request's text, images or audio into tensors "
+        "as the request arrives, on the host: its per-step names (`__call__`, `forward`) run once per request, "
+        "and what only they reach is request-arrival code (`cold-sync-on-request-arrival`)",
+        # Matched against the simple names of a class's bases, as written.
+        ("ProcessorMixin", "SequenceFeatureExtractor", "FeatureExtractionMixin", "ImageProcessingMixin",
+         "BaseImageProcessor", "BaseImageProcessorFast", "BaseVideoProcessor"),
+    ),
+    Heuristic(
         "hot-per-request-loop", _HOT, Group.LOOP,
         "a loop in code that runs once per request goes over that request's images, chunks or items, so it "
         "repeats per request, not per step (a pipeline's `__call__`, whose loop is its denoising steps, aside)",

@@ -28,6 +28,8 @@ from h2dlint.facts.heuristics import (
 from h2dlint.facts.presets import PRESETS, Preset
 from h2dlint.facts.syntax import glob_matcher
 
+PROCESSOR = "hot-per-request-processor"  # `facts.heuristic_levels`: matched against a class's bases
+
 # The name lists, as the registry groups them (see `h2dlint.facts.heuristics`); patterns are fnmatch globs.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_patterns(HOT_NAMES, ()))
 DEFAULT_COLD_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_patterns(COLD_NAMES, ()))
@@ -167,6 +169,13 @@ class Settings:
             return None
         classes = (h for h in PER_REQUEST_CLASSES if self._serving_level(h.id))
         return next((h.id for h in classes if _is_class_of(h, class_name)), None)
+
+    def processor_heuristic(self, bases: Sequence[str]) -> Optional[str]:
+        """`hot-per-request-processor` when one of `bases` (a class's base names, as written) is a Hugging Face
+        processor or feature-extractor base and the heuristic applies; else None."""
+        if not self._serving_level(PROCESSOR) or not set(bases) & set(BY_ID[PROCESSOR].patterns):
+            return None
+        return PROCESSOR
 
     def runs_per_step_in_any_case(self, class_name: str) -> bool:
         """Whether class `class_name` is one the per-request class heuristics leave per step (their exceptions:

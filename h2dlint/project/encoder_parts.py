@@ -5,7 +5,10 @@ engine (`hot-per-request-encoder`), though no class glob names them.
 A class is such a part when every call of its name in the project (`C(...)`, `mod.C(...)`, `self.C(...)`) is
 made in a method of an encoder class (`Settings.per_request_class_heuristic`) or of another part. One built
 anywhere else (at module level, in a function, in a language model's method) is none, and so is a name two
-classes share: their constructors cannot be told apart, and the calls of both count."""
+classes share: their constructors cannot be told apart, and the calls of both count.
+
+The parts of a Hugging Face processor (`hot-per-request-processor`: a feature extractor's filterbank module,
+whose `forward` runs on the host as a request arrives) are found the same way (`processor_parts`)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from collections import defaultdict
 from typing import Dict, FrozenSet, Set
 
 from h2dlint.checker.call_graph import CallGraph
-from h2dlint.facts.settings import Settings
+from h2dlint.facts.settings import PROCESSOR, Settings
 from h2dlint.facts.summary import CallKind
 
 ENCODER = "hot-per-request-encoder"
@@ -31,12 +34,34 @@ def encoder_parts(graph: CallGraph, settings: Settings) -> FrozenSet[str]:
     }
     encoders = {owner for owners in candidates.values() for owner in owners
                 if settings.per_request_class_heuristic(owner) is not None}
+    return _parts(candidates, encoders)
+
+
+def processor_parts(graph: CallGraph, settings: Settings) -> FrozenSet[str]:
+    """The names of the project's classes that only Hugging Face processors, or other such parts, build."""
+    if not settings.enabled(PROCESSOR):
+        return frozenset()
+    processors = {
+        qualname.rsplit(".", 1)[-1]
+        for _, summary in graph.modules()
+        for qualname, cls in summary.classes.items()
+        if settings.processor_heuristic(cls.bases) is not None
+    }
+    if not processors:
+        return frozenset()
+    candidates = {name: owners for name, owners in _builders(graph).items() if _OUTSIDE_A_CLASS not in owners}
+    return _parts(candidates, processors)
+
+
+def _parts(candidates: Dict[str, Set[str]], builders: Set[str]) -> FrozenSet[str]:
+    """The classes of `candidates` (name -> the classes that build it) that only `builders`, or other such
+    classes, build."""
     parts: Set[str] = set()
     changed = True
     while changed:  # a part of a part (a block's feed-forward) is found once its builder is
         changed = False
         for name, owners in candidates.items():
-            if name not in parts and all(owner in encoders or owner in parts for owner in owners):
+            if name not in parts and all(owner in builders or owner in parts for owner in owners):
                 parts.add(name)
                 changed = True
     return frozenset(parts)

@@ -10,9 +10,9 @@ from typing import AbstractSet, Iterator, Optional, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key
-from h2dlint.facts.settings import Settings
+from h2dlint.facts.settings import PROCESSOR, Settings
 from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, LoopKind, Marker, ModuleSummary
-from h2dlint.project.encoder_parts import ENCODER, encoder_parts
+from h2dlint.project.encoder_parts import ENCODER, encoder_parts, processor_parts
 
 # Where a serving engine takes a request in (`hot-name-new-request`), and the heuristic that keeps the D2H rules
 # quiet in what only that reaches.
@@ -21,10 +21,11 @@ ARRIVAL, QUIET_ON_ARRIVAL = "hot-name-new-request", "cold-sync-on-request-arriva
 
 def named_roots(graph: CallGraph, settings: Settings) -> Iterator[Tuple[Key, Heat]]:
     parts = encoder_parts(graph, settings)
+    processing = processor_parts(graph, settings)
     called = _called_names(graph)
     for module, summary in graph.modules():
         for qualname, function in summary.functions.items():
-            root = _hot_root(function, summary, module, settings, parts, called)
+            root = _hot_root(function, summary, module, settings, parts, called, processing)
             if root is not None:
                 yield (module, qualname), root
 
@@ -44,6 +45,7 @@ def _hot_root(
     settings: Settings,
     parts: AbstractSet[str],
     called: Optional[AbstractSet[str]] = None,
+    processing: AbstractSet[str] = frozenset(),
 ) -> Optional[Heat]:
     """The heat a function has of itself: a marker, a per-step name, a custom-op registration."""
     qualname = function.qualname
@@ -52,6 +54,9 @@ def _hot_root(
         return marked
     by_name = settings.hot_name_heuristic(function.name, class_name_of(function))
     if by_name is not None:
+        processor = _processor_heuristic(function, summary, settings, processing)
+        if processor is not None:
+            return _arrival_root(function, module, settings, processor)
         return _named_root(function, module, settings, by_name, parts)
     if function.custom_op is not None and settings.enabled("hot-custom-op") and _op_called(function, called):
         origin = f"`{HERE}{qualname}` is a torch custom op ({function.custom_op}), which forward passes call"
@@ -88,6 +93,27 @@ def _named_root(
             on_arrival=on_arrival,
         )
     return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, heuristic)
+
+
+def _processor_heuristic(
+    function: FunctionInfo, summary: ModuleSummary, settings: Settings, processing: AbstractSet[str]
+) -> Optional[str]:
+    """`hot-per-request-processor` for a method of a Hugging Face processor, or of a class only they build."""
+    cls = summary.classes.get(function.class_qualname or "")
+    if cls is None:
+        return None
+    if class_name_of(function) in processing:
+        return PROCESSOR
+    return settings.processor_heuristic(cls.bases)
+
+
+def _arrival_root(function: FunctionInfo, module: str, settings: Settings, heuristic: str) -> Heat:
+    """A per-step name of a Hugging Face processor: it runs once per request, as the request arrives."""
+    origin = f"`{HERE}{function.qualname}` runs once per request, as it arrives (a Hugging Face processor)"
+    return Heat(
+        True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic, loop_level=PER_REQUEST,
+        on_arrival=settings.enabled(QUIET_ON_ARRIVAL),
+    )
 
 
 def _hot(origin: str, tag: str, module: str, heuristic: str) -> Heat:
