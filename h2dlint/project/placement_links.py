@@ -144,7 +144,7 @@ class PlacementLinks:
             self._imported_names = frozenset(
                 target.rpartition(".")[2] for s in self._modules.values() for target in s.imports.values()
             )
-            self._callers_of = Counter(name for s in self._modules.values() for name in s.called_names)
+            self._callers_of = Counter(called for s in self._modules.values() for called in s.called_names)
         if name in self._imported_names:
             return True  # a module imports it (its own module may too: a rare case, read as unknown)
         return self._callers_of[name] > (name in self._modules[module].called_names)
