@@ -8,12 +8,13 @@ anywhere else (at module level, in a function, in a language model's method) is 
 classes share: their constructors cannot be told apart, and the calls of both count.
 
 The parts of a Hugging Face processor (`hot-per-request-processor`: a feature extractor's filterbank module,
-whose `forward` runs on the host as a request arrives) are found the same way (`processor_parts`)."""
+whose `forward` runs on the host as a request arrives) are found the same way, from the same pass over the
+constructor calls (`class_parts`)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, FrozenSet, Set
+from typing import Dict, FrozenSet, Set, Tuple
 
 from h2dlint.checker.call_graph import CallGraph
 from h2dlint.facts.settings import PROCESSOR, Settings
@@ -23,34 +24,37 @@ ENCODER = "hot-per-request-encoder"
 _OUTSIDE_A_CLASS = ""  # the builder of a constructor call made at module level or in a plain function
 
 
-def encoder_parts(graph: CallGraph, settings: Settings) -> FrozenSet[str]:
-    """The names of the project's classes that only encoders, or other such parts, build (see above)."""
+def class_parts(graph: CallGraph, settings: Settings) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """(the names of the project's classes that only encoders, or other such parts, build; those that only
+    Hugging Face processors, or other such parts, build), from one pass over the project's constructor calls."""
+    processors = _processors(graph, settings)
+    if not settings.enabled(ENCODER) and not processors:
+        return frozenset(), frozenset()
+    built_by = {name: owners for name, owners in _builders(graph).items() if _OUTSIDE_A_CLASS not in owners}
+    return _encoder_parts(built_by, settings), (_parts(built_by, processors) if processors else frozenset())
+
+
+def _encoder_parts(built_by: Dict[str, Set[str]], settings: Settings) -> FrozenSet[str]:
     if not settings.enabled(ENCODER):
         return frozenset()
     candidates = {  # an encoder may build a language model: that runs per step
-        name: owners
-        for name, owners in _builders(graph).items()
-        if _OUTSIDE_A_CLASS not in owners and not settings.runs_per_step_in_any_case(name)
+        name: owners for name, owners in built_by.items() if not settings.runs_per_step_in_any_case(name)
     }
     encoders = {owner for owners in candidates.values() for owner in owners
                 if settings.per_request_class_heuristic(owner) is not None}
     return _parts(candidates, encoders)
 
 
-def processor_parts(graph: CallGraph, settings: Settings) -> FrozenSet[str]:
-    """The names of the project's classes that only Hugging Face processors, or other such parts, build."""
+def _processors(graph: CallGraph, settings: Settings) -> Set[str]:
+    """The names of the project's Hugging Face processor classes (`hot-per-request-processor`)."""
     if not settings.enabled(PROCESSOR):
-        return frozenset()
-    processors = {
+        return set()
+    return {
         qualname.rsplit(".", 1)[-1]
         for _, summary in graph.modules()
         for qualname, cls in summary.classes.items()
         if settings.processor_heuristic(cls.bases) is not None
     }
-    if not processors:
-        return frozenset()
-    candidates = {name: owners for name, owners in _builders(graph).items() if _OUTSIDE_A_CLASS not in owners}
-    return _parts(candidates, processors)
 
 
 def _parts(candidates: Dict[str, Set[str]], builders: Set[str]) -> FrozenSet[str]:

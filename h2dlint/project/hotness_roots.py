@@ -12,7 +12,7 @@ from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key
 from h2dlint.facts.settings import PROCESSOR, Settings
 from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, LoopKind, Marker, ModuleSummary
-from h2dlint.project.encoder_parts import ENCODER, encoder_parts, processor_parts
+from h2dlint.project.encoder_parts import ENCODER, class_parts
 
 # Where a serving engine takes a request in (`hot-name-new-request`), and the heuristic that keeps the D2H rules
 # quiet in what only that reaches.
@@ -20,8 +20,7 @@ ARRIVAL, QUIET_ON_ARRIVAL = "hot-name-new-request", "cold-sync-on-request-arriva
 
 
 def named_roots(graph: CallGraph, settings: Settings) -> Iterator[Tuple[Key, Heat]]:
-    parts = encoder_parts(graph, settings)
-    processing = processor_parts(graph, settings)
+    parts, processing = class_parts(graph, settings)
     called = _called_names(graph)
     for module, summary in graph.modules():
         for qualname, function in summary.functions.items():
