@@ -84,6 +84,17 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+def demo_package(tmp_path: Path, modules: Dict[str, str], tool: str = "") -> Path:
+    """A project `demo` (its pyproject.toml with `tool` as the `[tool.h2dlint]` table, if any) whose package
+    `pkg` holds `modules` (module name -> source); returns the project's root."""
+    root = tmp_path / "demo"
+    write(root, "pyproject.toml", "[project]\nname = 'demo'\n" + (f"\n[tool.h2dlint]\n{tool}" if tool else ""))
+    write(root, "pkg/__init__.py", "")
+    for name, source in modules.items():
+        write(root, f"pkg/{name}.py", source)
+    return root
+
+
 def codes_by_row(run_cli, folder: Path, source: str) -> Dict[int, str]:
     """The code reported at each row of `source`, written to `folder/one.py` and checked alone with the HTD1 and
     HTD2 families (no cache)."""

@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 import yaml
-from conftest import PYTHON, ROOT, write
+from conftest import PYTHON, ROOT, demo_package, write
 
 LOOP = """\
     from pkg.batching import pack_ids
@@ -38,12 +38,7 @@ WHERE = "called in a loop at line 5 of `pkg.loop.generate`"
 
 @pytest.fixture
 def project(tmp_path):
-    root = tmp_path / "demo"
-    write(root, "pyproject.toml", "[project]\nname = 'demo'\n")
-    write(root, "pkg/__init__.py", "")
-    write(root, "pkg/loop.py", LOOP)
-    write(root, "pkg/batching.py", BATCHING)
-    return root
+    return demo_package(tmp_path, {"loop": LOOP, "batching": BATCHING})
 
 
 def rows(out):

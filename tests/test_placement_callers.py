@@ -7,7 +7,7 @@ import json
 import textwrap
 
 import pytest
-from conftest import row_of, write
+from conftest import demo_package, row_of, write
 
 from h2dlint.facts.settings import Settings
 from h2dlint.project.findings import check_source
@@ -144,12 +144,7 @@ def public_findings(run_cli, root, *args):
 
 @pytest.fixture
 def public(tmp_path):
-    root = tmp_path / "demo"
-    write(root, "pyproject.toml", "[project]\nname = 'demo'\n")
-    write(root, "pkg/__init__.py", "")
-    write(root, "pkg/ops.py", PUBLIC)
-    write(root, "pkg/other.py", "def unrelated(x):\n    return x\n")
-    return root
+    return demo_package(tmp_path, {"ops": PUBLIC, "other": "def unrelated(x):\n    return x\n"})
 
 
 def test_a_public_function_no_other_file_calls_is_placed_by_its_module_calls(public, run_cli):

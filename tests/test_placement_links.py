@@ -9,7 +9,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import PYTHON, write
+from conftest import PYTHON, demo_package, write
 
 from h2dlint.facts.settings import Settings
 from h2dlint.project.findings import check_source
@@ -54,12 +54,7 @@ RUNNER = """\
 
 @pytest.fixture
 def project(tmp_path):
-    root = tmp_path / "demo"
-    write(root, "pyproject.toml", "[project]\nname = 'demo'\n")
-    write(root, "pkg/__init__.py", "")
-    write(root, "pkg/ids.py", IDS)
-    write(root, "pkg/runner.py", RUNNER)
-    return root
+    return demo_package(tmp_path, {"ids": IDS, "runner": RUNNER})
 
 
 def findings(run_cli, *args, cwd):

@@ -10,7 +10,7 @@ import json
 import textwrap
 
 import pytest
-from conftest import write
+from conftest import demo_package, write
 
 RECORDS = """\
     import torch
@@ -108,12 +108,7 @@ RUNNER = """\
 
 @pytest.fixture
 def project(tmp_path):
-    root = tmp_path / "demo"
-    write(root, "pyproject.toml", "[project]\nname = 'demo'\n\n[tool.h2dlint]\nselect = ['HTD1', 'HTD2']\n")
-    write(root, "pkg/__init__.py", "")
-    write(root, "pkg/records.py", RECORDS)
-    write(root, "pkg/runner.py", RUNNER)
-    return root
+    return demo_package(tmp_path, {"records": RECORDS, "runner": RUNNER}, "select = ['HTD1', 'HTD2']\n")
 
 
 def findings(run_cli, *args, cwd):

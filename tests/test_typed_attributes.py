@@ -9,7 +9,7 @@ import json
 import subprocess
 
 import pytest
-from conftest import PYTHON, write
+from conftest import PYTHON, demo_package, write
 
 META = """\
     import torch
@@ -49,12 +49,7 @@ BACKEND = """\
 
 @pytest.fixture
 def project(tmp_path):
-    root = tmp_path / "demo"
-    write(root, "pyproject.toml", "[project]\nname = 'demo'\n\n[tool.h2dlint]\nselect = ['HTD1', 'HTD2']\n")
-    write(root, "pkg/__init__.py", "")
-    write(root, "pkg/meta.py", META)
-    write(root, "pkg/backend.py", BACKEND)
-    return root
+    return demo_package(tmp_path, {"meta": META, "backend": BACKEND}, "select = ['HTD1', 'HTD2']\n")
 
 
 def findings(run_cli, *args, cwd):
