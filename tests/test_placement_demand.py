@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from conftest import write
+from conftest import demo_package, write
 from test_placement_links import IDS, RUNNER, edit
 
 from h2dlint.facts.settings import Settings
@@ -33,12 +33,7 @@ IDLE = """\
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    root = tmp_path / "demo"
-    write(root, "pyproject.toml", "[project]\nname = 'demo'\n")
-    write(root, "pkg/__init__.py", "")
-    write(root, "pkg/ids.py", IDS)
-    write(root, "pkg/runner.py", RUNNER)
-    write(root, "pkg/idle.py", IDLE)  # no file imports it
+    root = demo_package(tmp_path, {"ids": IDS, "runner": RUNNER, "idle": IDLE})  # no file imports `idle`
     monkeypatch.setenv(ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     return root
 
