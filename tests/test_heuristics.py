@@ -258,6 +258,19 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         False,
     ),
     (
+        "one-time-error-path",
+        """
+        import torch
+
+        def forward(ids, dev):
+            if len(ids) > 4096:
+                lens = torch.tensor([len(ids)], device=dev)
+                raise ValueError(f"too long: {lens}")
+            return ids
+        """,
+        False,
+    ),
+    (
         "one-time-guard-capture",
         """
         import torch

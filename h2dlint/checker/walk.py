@@ -36,6 +36,7 @@ from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings, module_bindings
 from h2dlint.facts.comprehensions import Comprehensions
+from h2dlint.facts.error_paths import ERROR_PATH
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.syntax import child_nodes
@@ -236,8 +237,20 @@ class Walk(FlowWalk):
             self._check(NodeKind.TEST, test)
 
     def _visit_assert(self, node: ast.Assert) -> None:
-        self._check(NodeKind.TEST, node.test)
-        self._visit_all(child_nodes(node))
+        self._check_test(node.test)
+        self._visit(node.test)
+        if node.msg is not None:
+            self._visit_error_path([node.msg])
+
+    def _visit_raise(self, node: ast.Raise) -> None:
+        self._visit_error_path(child_nodes(node))
+
+    def _visit_error_path(self, nodes: Iterable[ast.AST]) -> None:
+        """`nodes`, which run only on the way to an exception (`facts.error_paths`), under that one-time guard."""
+        if self._enabled(ERROR_PATH):
+            self._visit_guarded(list(nodes), ERROR_PATH, False)
+        else:
+            self._visit_all(nodes)
 
     def _visit_augmented_assignment(self, node: ast.AugAssign) -> None:
         if isinstance(node.target, ast.Subscript):
@@ -289,10 +302,8 @@ def _placements(
 
 def _handlers_for(handlers: Dict[type, Handler], kinds: AbstractSet[NodeKind]) -> Dict[type, Handler]:
     """`handlers`, plus those of the nodes that only rules looking at them need: visiting every subscript
-    and assert through a handler would cost every file, for rules that most runs do not select."""
+    through a handler would cost every file, for rules that most runs do not select."""
     extra: Dict[type, Handler] = {}
-    if NodeKind.TEST in kinds:
-        extra[ast.Assert] = Walk._visit_assert  # type: ignore[assignment]
     if NodeKind.SUBSCRIPT in kinds or NodeKind.SUBSCRIPT_TARGET in kinds:
         extra[ast.Subscript] = Walk._visit_subscript  # type: ignore[assignment]
         extra[ast.AugAssign] = Walk._visit_augmented_assignment  # type: ignore[assignment]
@@ -315,4 +326,6 @@ WALK_HANDLERS: Dict[type, Handler] = {
     ast.Dict: Walk._visit_dict,
     ast.IfExp: Walk._visit_if_expression,
     ast.If: Walk._visit_if,
+    ast.Assert: Walk._visit_assert,
+    ast.Raise: Walk._visit_raise,
 }  # type: ignore[dict-item]

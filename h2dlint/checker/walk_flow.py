@@ -11,6 +11,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Callable, ContextManager, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from h2dlint.facts.allowed_syncs import sync_allowed_region
+from h2dlint.facts.error_paths import ERROR_PATH, leads_to_raise
 from h2dlint.facts.guards import (
     cached_build_guard,
     flag_branch,
@@ -175,8 +176,11 @@ class FlowWalk:
         return _typed_as(self._frames[-1].types, narrowed[0], written)
 
     def _visit_branch(self, branch: Sequence[ast.AST], flagged: Optional[Tuple[str, bool]], is_body: bool) -> None:
-        """`branch` (the body, or the `else`) under the guard of `flagged` (`flag_branch`) when that selects it."""
-        if flagged is not None and flagged[1] is is_body:
+        """`branch` (the body, or the `else`) under the guard of `flagged` (`flag_branch`) when that selects it,
+        or as an error path when it ends in `raise` (`facts.error_paths.leads_to_raise`)."""
+        if leads_to_raise(branch) and self._enabled(ERROR_PATH):
+            self._visit_guarded(branch, ERROR_PATH, False)
+        elif flagged is not None and flagged[1] is is_body:
             self._visit_guarded(branch, flagged[0], False)
         else:
             self._visit_all(branch)

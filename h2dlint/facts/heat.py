@@ -164,6 +164,8 @@ _CACHED_BUILD = "it is inside a one-time cached build (`if self._x is None:` / `
 _ONE_TIME_BRANCHES = {  # guards that are no cached build: what their branch is
     "one-time-guard-capture": "it is in a branch that runs only during CUDA-graph capture",
     "one-time-guard-debug": "it is in a branch that runs only when debugging is switched on",
+    "one-time-error-path": "it runs only on the way to an exception (a `raise`, an `assert`'s message, a branch "
+    "that ends in `raise`)",
 }
 
 

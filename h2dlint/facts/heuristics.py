@@ -356,6 +356,11 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
         " `layer._x`",
     ),
     Heuristic(
+        "one-time-error-path", _ONCE, Group.GUARD,
+        "the exception a `raise` builds, an `assert`'s message, and an `if` branch that ends in `raise` with no "
+        "other way out run only when something has gone wrong: an error path, not per step",
+    ),
+    Heuristic(
         "one-time-guard-debug", _ONCE, Group.GUARD,
         "`if self.debug_mode:`, `if envs.VLLM_DEBUG_WORKSPACE:`: a debugging switch, off when serving",
         ("*debug*",),

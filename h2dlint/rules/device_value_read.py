@@ -211,6 +211,19 @@ class DeviceValueRead(DeviceToHostRule):
                 top = torch.zeros(1, device=dev).max()
                 return torch.empty(n, device=dev).fill_(top)
             """),
+        # Read only on the way to an exception (`one-time-error-path`): an assert's message, a `raise`, and a
+        # branch that ends in `raise`. The assert's test itself runs every step (HTD204 reads it).
+        Valid("""
+            import torch
+
+            def forward(n, dev):
+                lens = torch.zeros(n, device=dev)
+                assert n > 0, f"empty batch: {lens.tolist()}"
+                if n > 1024:
+                    print("too long:", lens.tolist())
+                    raise ValueError(f"lengths {lens.tolist()}")
+                return lens
+            """),
     )
     INVALID = (
         # An assertion is a device test too: after `assert x.is_cuda`, `x` is on the device.
