@@ -9,6 +9,7 @@ import pytest
 
 import h2dlint
 import h2dlint.project.run
+import h2dlint.project.summaries
 from h2dlint.facts.settings import Settings
 from h2dlint.project.cache import Cache, run_key
 from h2dlint.project.hotness import propagate
@@ -33,13 +34,13 @@ def project(tmp_path):
 def parses(monkeypatch):
     """How many files the next runs parse (rather than take from the cache)."""
     count = {"files": 0}
-    real = h2dlint.project.run.summarize_source
+    real = h2dlint.project.summaries.summarize_source
 
     def counting(text, settings, rules):
         count["files"] += 1
         return real(text, settings, rules)
 
-    monkeypatch.setattr(h2dlint.project.run, "summarize_source", counting)
+    monkeypatch.setattr(h2dlint.project.summaries, "summarize_source", counting)
     return count
 
 
@@ -110,7 +111,8 @@ def test_the_cache_folder_ignores_itself_and_no_cache_writes_nothing(project, ru
 
 
 def test_one_and_many_workers_give_identical_results(tmp_path, run_cli, monkeypatch):
-    monkeypatch.setattr(h2dlint.project.run, "SERIAL_BELOW", 2)  # use worker processes even for a small tree
+    for module in (h2dlint.project.summaries, h2dlint.project.run):  # workers for parsing and for placement
+        monkeypatch.setattr(module, "SERIAL_BELOW", 2)  # even for a small tree
     package = tmp_path / "many"
     package.mkdir()
     (package / "__init__.py").write_text("")

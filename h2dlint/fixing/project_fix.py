@@ -12,7 +12,8 @@ from h2dlint.fixing.autofix import FixOutcome, applies, fix_file
 from h2dlint.project.files import Excluded, discover
 from h2dlint.project.findings import FileResult
 from h2dlint.project.roots import Project
-from h2dlint.project.run import Progress, ProjectRun, analyse, collector_paused, file_heat, project_cache
+from h2dlint.project.run import ProjectRun, analyse, file_heat, project_cache
+from h2dlint.project.summaries import Progress, collector_paused
 
 
 def fix_paths(

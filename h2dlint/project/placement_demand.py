@@ -71,7 +71,7 @@ class DemandedExports:
                 todo.append(module)
         if workers < 1 or len(todo) < 2:
             return
-        from concurrent.futures import ProcessPoolExecutor  # as in `run._summarize_all`: not on a warm run
+        from concurrent.futures import ProcessPoolExecutor  # as in `summaries.summarize_all`: not on a warm run
 
         try:
             self._pool = ProcessPoolExecutor(min(workers, len(todo)))
@@ -132,7 +132,7 @@ def exports_of_file(path: str, key: str, settings: Settings) -> Optional[Placeme
         text = decode_source(path, data).text
     except SourceError:
         return None
-    from h2dlint.checker.analyzer import placement_exports  # as in `run.summarize_source`: not on a warm run
+    from h2dlint.checker.analyzer import placement_exports  # as in `summaries.summarize_source`: not on a warm run
 
     try:
         return placement_exports(text, settings)

@@ -1,6 +1,7 @@
 """A run over many files: per-file summaries (cached, in worker processes), then hotness across the project.
 
-    discover -> stat each file -> summaries from the cache, or read, hashed and parsed (in parallel when many)
+    discover -> stat each file -> summaries from the cache, or read, hashed and parsed (in parallel when many:
+             `summaries`)
              -> ProjectGraph over all summaries -> propagate heat -> pending placements resolved through
              the graph (`placement_links`) -> diagnostics per file
 
@@ -15,18 +16,14 @@ and with any number of workers: a file's summary depends only on its content and
 
 from __future__ import annotations
 
-import gc
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
-from h2dlint.checker.file_summary import FileSummary, enabled_rules, failure_reason
+from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, Key
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.sources import SourceError, decode_source, read_bytes
-from h2dlint.facts.summary import ModuleSummary
-from h2dlint.project.cache import Cache, LastRun, Stat, content_key, default_cache_root, file_stat
+from h2dlint.project.cache import Cache, LastRun, Stat, default_cache_root
 from h2dlint.project.confirmed import heat_by_line, with_observed_syncs
 from h2dlint.project.files import Candidate, Excluded, discover
 from h2dlint.project.fingerprints import content_keys, fingerprint, layout_key, same_stat, unchanged_since
@@ -39,14 +36,8 @@ from h2dlint.project.observed import observe
 from h2dlint.project.placement_demand import DemandedExports
 from h2dlint.project.placement_links import PlacementLinks, first_asked, has_pending, relink
 from h2dlint.project.roots import Project
-from h2dlint.rules import Rule
-
-# Below this many files to parse, starting worker processes costs more than it saves.
-SERIAL_BELOW = 48
-
-Progress = Callable[[Sequence[str]], Iterable[str]]  # wraps the paths being parsed, e.g. in a progress bar
-_Summarized = Tuple[Optional[Stat], str, FileSummary]  # a file's stat, content key and summary
-_Outcome = Union[_Summarized, str]  # or the one-line reason it could not be read
+from h2dlint.project.summaries import SERIAL_BELOW, Outcome, Progress, Summarized, collector_paused, no_progress
+from h2dlint.project.summaries import summaries as file_summaries, summarize_all
 
 
 @dataclass(frozen=True)
@@ -134,7 +125,7 @@ def _check_candidates(
     last = cache.load_last_run() if cache is not None else LastRun()
     if unchanged_since(candidates, last):
         return last  # nothing changed since the last run
-    summarised: Dict[str, _Outcome] = {}
+    summarised: Dict[str, Outcome] = {}
     rechecked = _recheck_changed(candidates, settings, jobs, cache, last, progress, summarised) if cache else None
     if rechecked is not None:
         cache.store_last_run(rechecked)  # type: ignore[union-attr]
@@ -163,13 +154,13 @@ def analyse(
     cache: Optional[Cache] = None,
     last: Optional[LastRun] = None,
     progress: Optional[Progress] = None,
-    summarised: Optional[Dict[str, _Outcome]] = None,
+    summarised: Optional[Dict[str, Outcome]] = None,
 ) -> ProjectRun:
     """Summarise every file (from the cache where it can, or from `summarised`: files this run already
     summarised), then reason about hotness and placements across all of them."""
     jobs = jobs or default_jobs()
     paths = [c.path for c in candidates if c.error is None]
-    outcomes = _summaries(paths, settings, jobs, cache, last or LastRun(), progress, summarised)
+    outcomes = file_summaries(paths, settings, jobs, cache, last or LastRun(), progress, summarised)
     # In discovery order, whichever files came from the cache: ties between call chains break the same way.
     done = {p: outcomes[p] for p in paths if not isinstance(outcomes.get(p, ""), str)}
     modules = module_names(done)
@@ -236,7 +227,7 @@ def _recheck_changed(
     cache: Cache,
     last: LastRun,
     progress: Optional[Progress],
-    summarised: Dict[str, _Outcome],
+    summarised: Dict[str, Outcome],
 ) -> Optional[LastRun]:
     """The last run, updated for the files whose content changed since, when it covered the same files and
     no change alters propagation (`moved_loops`: an edit inside a function body, a comment, new lines). The
@@ -251,7 +242,7 @@ def _recheck_changed(
     stats, heat = dict(last.stats), dict(last.heat)
     files: Dict[str, FileSummary] = {}  # by path as given: the files whose findings are recomputed
     moved: Dict[str, MovedLoops] = {}  # by module
-    summarised.update(_summarize_all(changed, settings, jobs or default_jobs(), cache, progress or _no_progress))
+    summarised.update(summarize_all(changed, settings, jobs or default_jobs(), cache, progress or no_progress))
     for path, outcome in summarised.items():
         full = os.path.abspath(path)  # in `stats` and `heat`: the last run covered the same files
         module = heat[full][0]
@@ -275,7 +266,7 @@ def _recheck_changed(
 
 
 def _moved_loops(
-    cache: Cache, old_key: str, new: _Summarized, module: str, names: AbstractSet[str]
+    cache: Cache, old_key: str, new: Summarized, module: str, names: AbstractSet[str]
 ) -> Optional[MovedLoops]:
     """What a file's new summary changes in propagation against its summary of `old_key` (see `moved_loops`)."""
     if new[1] == old_key:
@@ -306,105 +297,3 @@ def _move_loops(
                 return False
             files[path] = file
     return True
-
-
-# --- summaries: from the cache, or read and parsed ----------------------------------------------------------
-
-
-def _summaries(
-    paths: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache], last: LastRun,
-    progress: Optional[Progress] = None, summarised: Optional[Dict[str, _Outcome]] = None,
-) -> Dict[str, _Outcome]:
-    found: Dict[str, _Outcome] = dict(summarised or {})
-    todo: List[str] = []
-    for path in paths:
-        if path in found:
-            continue
-        known = last.stats.get(os.path.abspath(path))
-        stat = file_stat(path) if known is not None else None
-        cached = cache.load_summary(known[1]) if cache is not None and known and known[0] == stat else None
-        if cached is not None:
-            found[path] = (stat, known[1], cached)  # type: ignore[index]
-        else:
-            todo.append(path)
-    found.update(_summarize_all(todo, settings, jobs, cache, progress or _no_progress))
-    return found
-
-
-def _no_progress(paths: Sequence[str]) -> Iterable[str]:
-    return paths
-
-
-def _summarize_all(
-    paths: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache], progress: Progress
-) -> Iterable[Tuple[str, _Outcome]]:
-    cache_root = cache.root if cache is not None else None
-    jobs = max(1, min(jobs, len(paths)))
-    if jobs == 1 or len(paths) < SERIAL_BELOW:
-        with collector_paused():
-            _init_worker(settings, cache_root)
-            return [(p, _summarize_file(p)) for p in progress(paths)]
-    from concurrent.futures import ProcessPoolExecutor  # imported here: it costs a warm run ~20 ms
-    from concurrent.futures.process import BrokenProcessPool
-
-    chunk = max(1, min(32, len(paths) // (jobs * 8)))
-    try:
-        with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(settings, cache_root)) as pool:
-            # zip draws one path from `progress` as each result arrives, so a bar advances with the work.
-            return list(zip(progress(paths), pool.map(_summarize_file, paths, chunksize=chunk)))
-    # A worker killed (say, out of memory), no processes to be had, or this process a daemon, which may not
-    # start children (multiprocessing asserts it).
-    except (BrokenProcessPool, OSError, AssertionError):
-        return _summarize_all(paths, settings, 1, cache, progress)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector: syntax trees and summaries hold no reference cycles, and collecting
-    while building or unpickling hundreds of thousands of them costs a third of a run."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-_WORKER: dict = {}  # what each worker process (or the serial path) needs: the rules and the cache
-
-
-def _init_worker(settings: Settings, cache_root: Optional[str]) -> None:
-    gc.disable()  # see `collector_paused`
-    _WORKER["settings"] = settings
-    _WORKER["rules"] = enabled_rules(settings)
-    _WORKER["cache"] = Cache(settings, cache_root) if cache_root is not None else None
-
-
-def summarize_source(text: str, settings: Settings, rules: Sequence[Rule]) -> FileSummary:
-    """`analyzer.summarize_source`, imported when a first file must be analysed: a run that takes every
-    summary from the cache (the warm run) never imports the walk."""
-    from h2dlint.checker.analyzer import summarize_source as summarize
-
-    return summarize(text, settings, rules)
-
-
-def _summarize_file(path: str) -> _Outcome:
-    stat = file_stat(path)
-    try:
-        data = read_bytes(path)
-    except SourceError as error:
-        return str(error)
-    key = content_key(data)
-    cache: Optional[Cache] = _WORKER["cache"]
-    summary = cache.load_summary(key) if cache is not None else None
-    if summary is None:
-        try:
-            summary = summarize_source(decode_source(path, data).text, _WORKER["settings"], _WORKER["rules"])
-        except SourceError as error:
-            summary = FileSummary(ModuleSummary(), (), str(error))
-        except Exception as error:  # a bug in h2dlint must not stop the other files; never cached
-            return failure_reason(error)
-        if cache is not None:
-            cache.store_summary(key, summary)
-    return (stat, key, summary)
