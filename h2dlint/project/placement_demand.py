@@ -108,16 +108,18 @@ class DemandedExports:
             except Exception:  # a worker lost (say, out of memory): worked out here instead
                 pass
             else:
-                if found is not None and self._cache is not None:
-                    self._cache.store_exports(key, found)
-                return found or _NOTHING
+                return _stored_in(self._cache, key, found) or _NOTHING
         return self._stored(module) or worked_out(path, key, self._settings, self._cache) or _NOTHING
 
 
 def worked_out(path: str, key: str, settings: Settings, cache: Optional[Cache]) -> Optional[PlacementExports]:
     """The exports of the file at `path`, worked out from it and stored in `cache` under `key`, if its content
     still has that key; else None."""
-    found = exports_of_file(path, key, settings)
+    return _stored_in(cache, key, exports_of_file(path, key, settings))
+
+
+def _stored_in(cache: Optional[Cache], key: str, found: Optional[PlacementExports]) -> Optional[PlacementExports]:
+    """`found`, stored in `cache` under the content key `key` when there is a cache and something to store."""
     if found is not None and cache is not None:
         cache.store_exports(key, found)
     return found
