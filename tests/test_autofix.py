@@ -158,6 +158,17 @@ def test_the_fix_runs_as_a_libcst_codemod(tmp_path):
     assert path.read_text(encoding="utf-8") == FIXED
 
 
+def test_check_fix_keeps_classic_mac_line_endings_that_the_codemod_skips(tmp_path, run_cli):
+    source = HOT.replace("\n", "\r") + "\r\r"  # libcst's own parse drops the blank lines at the end
+    path = tmp_path / "model.py"
+    path.write_bytes(source.encode())
+    done = _codemod(path)
+    assert done.returncode == 0, done.stderr
+    assert path.read_bytes() == source.encode()  # skipped, not rewritten without its blank lines
+    assert run_cli("check", "--fix", "--unsafe-fixes", str(path))[0] == 0
+    assert path.read_bytes() == (FIXED.replace("\n", "\r") + "\r\r").encode()
+
+
 def test_the_codemod_reads_the_helper_module_from_pyproject_or_its_flag(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.h2dlint]\nhelper-module = "mypkg._h2d"\n', encoding="utf-8")
     path = tmp_path / "model.py"

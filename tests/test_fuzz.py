@@ -33,6 +33,9 @@ FOUND = [  # (program, the fixes it takes)
     # With "\r" line breaks, `--add-noqa` put its comment after a backslash continuation: tokenize read the
     # rows as one line.
     (Program("import torch\rdef forward(ids, dev):\r    x = torch.tensor(ids, device=dev) \\\r  + 1\r"), 1),
+    # libcst drops a "\r"-only file's blank lines inside a parenthesised continuation (and at its end): the
+    # fix changed lines outside the flagged call.
+    (Program("import torch\rdef forward(ids, dev):\r    x = (torch.tensor(ids)\r\r      .cuda())\r    y = (1,\r\r  2)\r"), 1),
 ]
 
 

@@ -48,6 +48,9 @@ class FixHostToDeviceCopies(HostToDeviceRewrites, VisitorBasedCodemodCommand):
         settings = settings_for_path(path)
         if self.helper_module is not None:
             settings = dataclasses.replace(settings, **helper_settings(self.helper_module, config_for_path(path), path))
+        if tree.default_newline == "\r":
+            # libcst's tool parsed it already, dropping blank lines: `h2dlint check --fix` keeps such files
+            raise SkipFile("classic Mac (CR) line endings, which libcst does not keep; use `h2dlint check --fix`")
         text = tree.code
         fixes = [d.fix for d in check_source(text, settings) if applies(d.fix, self.unsafe_fixes)]
         if not fixes:

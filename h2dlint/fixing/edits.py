@@ -47,13 +47,16 @@ def _without_fixes(result: FileResult) -> FileResult:
 def fix_edits(rewritten: Rewritten) -> Dict[Fix, Tuple[Edit, ...]]:
     """Each applied fix's edits: its rebuilt call, then the import edits when it calls a helper."""
     transformer = rewritten.transformer
-    imports = _import_edits(rewritten.module, transformer.plan, transformer.needed_imports())
+    imports = tuple(
+        dataclasses.replace(edit, content=rewritten.as_written(edit.content))
+        for edit in _import_edits(rewritten.module, transformer.plan, transformer.needed_imports())
+    )
     found = {}
     for fix in rewritten.applied:
         span, node = transformer.replacements[fix]
         if fix.absorbed is None and isinstance(node, cst.Call):
             node = node.with_changes(lpar=[], rpar=[])  # the call's own parentheses lie outside its span
-        content = rewritten.module.code_for_node(node)
+        content = rewritten.as_written(rewritten.module.code_for_node(node))
         needs_import = fix.target in transformer.plan.names and transformer.plan.names[fix.target].import_as
         found[fix] = (Edit(span, content), *(imports if needs_import else ()))
     return found

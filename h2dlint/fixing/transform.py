@@ -9,7 +9,7 @@ rebuilds it; comments, parentheses and continuations come out right because libc
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -230,11 +230,16 @@ class _Transformer(HostToDeviceRewrites):
 class Rewritten:
     """What the transformer did to one module's text."""
 
-    module: cst.Module  # the original, parsed
+    module: cst.Module  # the original, parsed (with `\n` for each `\r` of a file with classic Mac line endings)
     code: str
     applied: List[Fix]
     rejected: List[Tuple[Fix, str]]
     transformer: HostToDeviceRewrites
+    carriage_returns: bool = False  # the file breaks its lines with a lone `\r` (classic Mac)
+
+    def as_written(self, code: str) -> str:
+        """`code` made from `module` (a rebuilt call, import lines) with the file's own line breaks."""
+        return code.replace("\n", "\r") if self.carriage_returns else code
 
 
 def rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str, first_party: bool = False) -> Rewritten:
@@ -247,10 +252,19 @@ def rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str, first_pa
 
 
 def _rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str, first_party: bool) -> Rewritten:
-    module = parse_module(text)
+    # libcst does not keep a file whose lines end in a lone `\r`: it drops the blank lines of parenthesised
+    # continuations and at the end. Such a file holds no `\n`, so each `\r` becomes one there and back.
+    carriage_returns = only_carriage_returns(text)
+    module = parse_module(text.replace("\r", "\n") if carriage_returns else text)
     transformer = _Transformer(RewritePlan.for_source(text, fixes, helper_module, first_party))
     fixed = MetadataWrapper(module, unsafe_skip_copy=True).visit(transformer)
-    return Rewritten(module, fixed.code, transformer.applied, transformer.rejected, transformer)
+    rewritten = Rewritten(module, fixed.code, transformer.applied, transformer.rejected, transformer, carriage_returns)
+    return replace(rewritten, code=rewritten.as_written(fixed.code))
+
+
+def only_carriage_returns(text: str) -> bool:
+    """Whether `text` breaks its lines with a lone `\r` only (classic Mac line endings)."""
+    return "\r" in text and "\n" not in text
 
 
 def parse_module(text: str) -> cst.Module:
