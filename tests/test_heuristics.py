@@ -258,6 +258,23 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         False,
     ),
     (
+        "placement-submodule-output",
+        """
+        import torch
+        from torch import nn
+
+        class Pooler(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.score = nn.Linear(8, 1)
+
+            def forward(self, hidden):
+                keep = self.score(hidden).squeeze(-1) > 0
+                return hidden[:, : int(keep.sum())]
+        """,
+        True,
+    ),
+    (
         "one-time-error-path",
         """
         import torch

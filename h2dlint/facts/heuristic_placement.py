@@ -80,6 +80,18 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
             "aphrodite model_executor/models/funaudiochat.py:375",
         ),
     ),
+    Heuristic(
+        "placement-submodule-output", Effect.PLACEMENT, Group.CONVENTION,
+        "what a submodule returns (`self.proj(x)`, with every assignment of `self.proj` in the class, or a base "
+        "class of the file, a call of a class by name: `Linear(...)`) is an activation, on the device the model "
+        "runs on; not for a tokenizer's, processor's or feature extractor's class, not in a Hugging Face "
+        "processor, and not for one item unpacked from it (a module may return host sizes beside activations)",
+        exceptions=("*Tokenizer*", "*Processor*", "*Extractor*", "*Detokenizer*", "*Preprocessor*"),
+        evidence=(
+            "vllm model_executor/models/funaudiochat.py:504",
+            "aphrodite model_executor/models/funaudiochat.py:461",
+        ),
+    ),
     # The kind, not the place, of an index (`rules.mask_indexing`): so named, an integer index would gather the
     # wrong rows and a float one would raise.
     Heuristic(

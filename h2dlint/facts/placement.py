@@ -40,7 +40,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
-from h2dlint.facts.placement_conventions import SIBLING
+from h2dlint.facts.placement_conventions import SIBLING, SUBMODULE
 from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import (
     DISPUTED, EITHER, NO_TENSOR, UNKNOWN, Place, Placement, agree, agree_all, short,
@@ -163,7 +163,10 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
             return placement_of(target, scope, depth + 1)
         unpacked = scope.names.unpacked_value(use)  # `rows, cols = torch.meshgrid(a, b)`: where every item is
         if unpacked is not None:
-            return placement_of(unpacked, scope, depth + 1).via(f"line {unpacked.lineno}: `{use.id}`, unpacked")
+            found = placement_of(unpacked, scope, depth + 1)
+            if found.heuristic == SUBMODULE:
+                return UNKNOWN  # a module may return host sizes beside its activations
+            return found.via(f"line {unpacked.lineno}: `{use.id}`, unpacked")
         iterable = scope.names.loop_iterable(use)  # `for row in rows:`: an item, where the container's are
         if iterable is not None:
             return placement_of(iterable, scope, depth + 1).via(f"line {iterable.lineno}: `for {use.id} in ...`")

@@ -31,6 +31,7 @@ NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
 FROM_MODULE_CALLERS = "placement-parameter-from-module-callers"
 MASK_NAMES = "placement-name-mask-index"
+SUBMODULE = "placement-submodule-output"
 CONFIGURED_HOST = "`host-tensors`"
 CONFIGURED_DEVICE = "`accelerator-tensors`"
 MIRROR_SUFFIXES = ("_cpu", "_host")
@@ -51,6 +52,8 @@ class Conventions:
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
     public_from_callers: bool = False  # `placement-parameter-from-module-callers`: public functions too
     mask_names: Tuple[str, ...] = ()  # `placement-name-mask-index`: the kind of an index, for `rules.mask_indexing`
+    # `placement-submodule-output` (`facts.placement_returns`): None when off, else the classes it leaves out
+    submodule_exceptions: Optional[Tuple[str, ...]] = None
 
     def names_a_mask(self, expr: ast.expr) -> bool:
         """Whether `expr` (`visual_token_mask`, `self.keep_mask`) is named as a boolean mask."""
@@ -192,4 +195,5 @@ def conventions_from(settings: Settings) -> Conventions:
         parameter_from_callers=settings.enabled(FROM_CALLERS),
         public_from_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_MODULE_CALLERS),
         mask_names=patterns(MASK_NAMES),
+        submodule_exceptions=BY_ID[SUBMODULE].exceptions if settings.enabled(SUBMODULE) else None,
     )

@@ -1,32 +1,50 @@
 """Where what a call returns lives: a function or method of this module (`make_ids()`, `self.make_ids()`) is
 placed where every `return` of it puts its value; an imported one, or a method a class inherits from another
 file, is the question for the project (`PlacementQuery` "call", "method"). A property (`is_accessor`) answers a
-read of the attribute, never a call: `self.filterbank(x)` calls the module the property returns."""
+read of the attribute, never a call: `self.filterbank(x)` calls the module the property returns. A submodule
+the class builds (`self.proj = Linear(...)`, then `self.proj(x)`) returns activations, on the device
+(`placement-submodule-output`)."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 from typing import Dict, List, Optional, Tuple
 
 from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_exports import FunctionNode, method_named, returned_values
-from h2dlint.facts.placement_values import UNKNOWN, Placement, agreed
+from h2dlint.facts.heuristics import BY_ID
+from h2dlint.facts.placement_conventions import SUBMODULE, Conventions
+from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agreed
 from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.settings import PROCESSOR
 from h2dlint.facts.summary import PlacementQuery
-from h2dlint.facts.syntax import is_self
+from h2dlint.facts.syntax import is_self, last_name
+
+PROCESSOR_BASES = frozenset(BY_ID[PROCESSOR].patterns)  # the Hugging Face processor bases, which run on the host
+
+
+def _built_class(value: Optional[ast.expr]) -> Optional[str]:
+    """`Linear` for `Linear(...)` or `nn.Linear(...)`: the class that a call of a capitalised name builds; else
+    None."""
+    if not isinstance(value, ast.Call) or not isinstance(value.func, (ast.Name, ast.Attribute)):
+        return None
+    name = last_name(value.func)
+    return name if name[:1].isupper() else None
 
 
 class FunctionReturns:
     """The part of `placement_summary.ModulePlacements` that places what calls return (`returned`) and what
     properties hold (`_body_returns`). It uses the host's `_functions`, `_classes`, `_imported`, `_star_import`,
-    `_module_scope`, `_returns`, `_ask`, `_summary`, `scope`, `_names_for`, `_class_and_bases`,
+    `_module_scope`, `_returns`, `_conventions`, `_ask`, `_summary`, `scope`, `_names_for`, `_class_and_bases`,
     `_inherits_elsewhere`, `_assignments_of` and `_typed_method`."""
 
     _functions: Dict[str, FunctionNode]
     _classes: Dict[str, ast.ClassDef]
     _returns: Dict[int, Tuple[Optional[ast.expr], ...]]
+    _conventions: Conventions
     _accessor_names: Optional[Dict[str, List[str]]] = None  # by class, worked out on first use
 
     def returned(
@@ -42,9 +60,37 @@ class FunctionReturns:
             if typed is not None:
                 return typed
         if function is None:
+            built = self._submodule_output(call, class_name)
+            if built is not None:
+                return built
             query = self._query_for(call, class_name, names)
             return self._ask(query) if query is not None else UNKNOWN
         return self._return_summary(function, owner, depth)
+
+    def _submodule_output(self, call: ast.Call, class_name: Optional[str]) -> Optional[Placement]:
+        """Where `self.proj(x)` puts its result when `proj` is no method and every assignment of it in the class,
+        or a base class of this file, builds an instance of a class named there (`placement-submodule-output`);
+        None otherwise, and in a Hugging Face processor, which runs on the host."""
+        func, exceptions = call.func, self._conventions.submodule_exceptions
+        if exceptions is None or not isinstance(func, ast.Attribute) or not is_self(func.value):
+            return None
+        if class_name not in self._classes or self._is_processor(class_name):  # type: ignore[operator]
+            return None
+        owners = self._class_and_bases(class_name)  # type: ignore[arg-type]
+        assigned = (value for owner in owners for _, value, _ in self._assignments_of(owner).get(func.attr, ()))
+        built = {_built_class(value) for value in assigned}
+        if not built or None in built or any(fnmatch.fnmatchcase(c, p) for c in built for p in exceptions):  # type: ignore
+            return None
+        modules = ", ".join(f"`{c}`" for c in sorted(built))  # type: ignore[arg-type]
+        return Placement(
+            Place.DEVICE, f"is what the submodule `self.{func.attr}` ({modules}) returns, where the model runs",
+            heuristic=SUBMODULE,
+        )
+
+    def _is_processor(self, class_name: str) -> bool:
+        """Whether the class, or a base class of this file, derives from a Hugging Face processor base."""
+        bases = (b for owner in self._class_and_bases(class_name) for b in self._classes[owner].bases)
+        return any(last_name(b) in PROCESSOR_BASES for b in bases if isinstance(b, (ast.Name, ast.Attribute)))
 
     def _callee(self, call: ast.Call, class_name: Optional[str]) -> Tuple[Optional[FunctionNode], Optional[str]]:
         if isinstance(call.func, ast.Name):

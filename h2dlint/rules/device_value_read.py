@@ -211,6 +211,22 @@ class DeviceValueRead(DeviceToHostRule):
                 top = torch.zeros(1, device=dev).max()
                 return torch.empty(n, device=dev).fill_(top)
             """),
+        # Not a submodule's activations: a tokenizer the class builds, and one item unpacked from what a module
+        # returns (beside its activations, a module may return sizes it keeps on the host).
+        Valid("""
+            import torch
+            from torch import nn
+
+            class Tower(nn.Module):
+                def __init__(self, cfg):
+                    super().__init__()
+                    self.merger = Merger(cfg)
+                    self.tokenizer = AutoTokenizer(cfg)
+
+                def forward(self, x, text):
+                    h, sizes = self.merger(x)
+                    return h, sizes.tolist(), self.tokenizer(text).tolist()
+            """),
         # Read only on the way to an exception (`one-time-error-path`): an assert's message, a `raise`, and a
         # branch that ends in `raise`. The assert's test itself runs every step (HTD204 reads it).
         Valid("""
@@ -226,6 +242,24 @@ class DeviceValueRead(DeviceToHostRule):
             """),
     )
     INVALID = (
+        # What a submodule the class builds returns is an activation, on the device (`placement-submodule-output`).
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    scores = self.proj(x)
+                    return scores.argmax(-1).tolist()  # HTD201
+            """,
+            column=16,
+            reason="is what the submodule `self.proj` (`Linear`) returns",
+        ),
         # An assertion is a device test too: after `assert x.is_cuda`, `x` is on the device.
         Invalid(
             """
