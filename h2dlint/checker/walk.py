@@ -36,7 +36,7 @@ from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings, module_bindings
 from h2dlint.facts.comprehensions import Comprehensions
-from h2dlint.facts.error_paths import ERROR_PATH
+from h2dlint.facts.error_paths import ERROR_PATH, leads_to_raise
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.syntax import child_nodes
@@ -245,6 +245,14 @@ class Walk(FlowWalk):
     def _visit_raise(self, node: ast.Raise) -> None:
         self._visit_error_path(child_nodes(node))
 
+    def _visit_except_handler(self, node: ast.ExceptHandler) -> None:
+        """`except E: log(t.tolist()); raise`: a handler that ends in `raise` is on the way to an exception."""
+        self._visit_optional(node.type)
+        if leads_to_raise(node.body):
+            self._visit_error_path(node.body)
+        else:
+            self._visit_all(node.body)
+
     def _visit_error_path(self, nodes: Iterable[ast.AST]) -> None:
         """`nodes`, which run only on the way to an exception (`facts.error_paths`), under that one-time guard."""
         if self._enabled(ERROR_PATH):
@@ -328,4 +336,5 @@ WALK_HANDLERS: Dict[type, Handler] = {
     ast.If: Walk._visit_if,
     ast.Assert: Walk._visit_assert,
     ast.Raise: Walk._visit_raise,
+    ast.ExceptHandler: Walk._visit_except_handler,
 }  # type: ignore[dict-item]

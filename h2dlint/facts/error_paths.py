@@ -6,9 +6,9 @@ runs only on the way to an exception, so it is cold whoever calls it. A body rai
 an interface for subclasses to define (`facts.dispatch.declares_interface`), not an error path.
 
 Heuristic `one-time-error-path`, the same idea inside a function: the exception a `raise` statement builds, an
-`assert`'s message, and a branch of an `if` that ends in `raise` with no other way out (`if bad:
-logger.error(t.tolist()); raise ValueError(...)`) run only when something has gone wrong, not per step
-(`walk.Walk` visits them under that one-time guard).
+`assert`'s message, and a branch of an `if` or an `except` handler that ends in `raise` with no other way out
+(`if bad: logger.error(t.tolist()); raise ValueError(...)`) run only when something has gone wrong, not per
+step (`walk.Walk` visits them under that one-time guard).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def always_raises(function: FunctionNode) -> bool:
 
 
 def leads_to_raise(branch: Sequence[ast.AST]) -> bool:
-    """Whether the statements `branch` (an `if`'s body or `else`) end in a `raise` that nothing before it can
+    """Whether the statements `branch` (an `if`'s body or `else`, an `except` handler) end in a `raise` that nothing before it can
     leave the branch around: no `return`, `break`, `continue`, `yield` or `await` among them, nor a nested
     function, whose own code runs elsewhere."""
     if not branch or not isinstance(branch[-1], ast.Raise):

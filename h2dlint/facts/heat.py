@@ -165,7 +165,7 @@ _ONE_TIME_BRANCHES = {  # guards that are no cached build: what their branch is
     "one-time-guard-capture": "it is in a branch that runs only during CUDA-graph capture",
     "one-time-guard-debug": "it is in a branch that runs only when debugging is switched on",
     "one-time-error-path": "it runs only on the way to an exception (a `raise`, an `assert`'s message, a branch "
-    "that ends in `raise`)",
+    "or `except` handler that ends in `raise`)",
 }
 
 

@@ -357,8 +357,8 @@ STRUCTURAL: Tuple[Heuristic, ...] = (
     ),
     Heuristic(
         "one-time-error-path", _ONCE, Group.GUARD,
-        "the exception a `raise` builds, an `assert`'s message, and an `if` branch that ends in `raise` with no "
-        "other way out run only when something has gone wrong: an error path, not per step",
+        "the exception a `raise` builds, an `assert`'s message, and an `if` branch or `except` handler that ends in "
+        "`raise` with no other way out run only when something has gone wrong: an error path, not per step",
     ),
     Heuristic(
         "one-time-guard-debug", _ONCE, Group.GUARD,

@@ -228,7 +228,7 @@ class DeviceValueRead(DeviceToHostRule):
                     return h, sizes.tolist(), self.tokenizer(text).tolist()
             """),
         # Read only on the way to an exception (`one-time-error-path`): an assert's message, a `raise`, and a
-        # branch that ends in `raise`. The assert's test itself runs every step (HTD204 reads it).
+        # branch or `except` handler that ends in `raise`. The assert's test itself runs every step (HTD204).
         Valid("""
             import torch
 
@@ -238,7 +238,11 @@ class DeviceValueRead(DeviceToHostRule):
                 if n > 1024:
                     print("too long:", lens.tolist())
                     raise ValueError(f"lengths {lens.tolist()}")
-                return lens
+                try:
+                    return lens.view(n // 2, 2)
+                except RuntimeError:
+                    print("odd lengths:", lens.tolist())
+                    raise
             """),
     )
     INVALID = (
