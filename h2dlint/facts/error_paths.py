@@ -32,9 +32,9 @@ def always_raises(function: FunctionNode) -> bool:
 
 
 def leads_to_raise(branch: Sequence[ast.AST]) -> bool:
-    """Whether the statements `branch` (an `if`'s body or `else`, an `except` handler) end in a `raise` that nothing before it can
-    leave the branch around: no `return`, `break`, `continue`, `yield` or `await` among them, nor a nested
-    function, whose own code runs elsewhere."""
+    """Whether the statements `branch` (an `if`'s body or `else`, an `except` handler) end in a `raise` that
+    nothing before it can leave the branch around: no `return`, `break`, `continue`, `yield` or `await` among
+    them, nor a nested function, whose own code runs elsewhere."""
     if not branch or not isinstance(branch[-1], ast.Raise):
         return False
     return not any(

@@ -263,7 +263,7 @@ def _rewrite_source(text: str, fixes: Sequence[Fix], helper_module: str, first_p
 
 
 def only_carriage_returns(text: str) -> bool:
-    """Whether `text` breaks its lines with a lone `\r` only (classic Mac line endings)."""
+    """Whether `text` breaks its lines with a lone carriage return only (classic Mac line endings)."""
     return "\r" in text and "\n" not in text
 
 
