@@ -14,16 +14,13 @@ from typing import Dict, List, Optional, Tuple
 from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_exports import FunctionNode, method_named, returned_values
-from h2dlint.facts.heuristics import BY_ID
 from h2dlint.facts.placement_conventions import SUBMODULE, Conventions
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agreed
 from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.scopes import NameResolver
-from h2dlint.facts.settings import PROCESSOR
+from h2dlint.facts.settings import PROCESSOR_BASES
 from h2dlint.facts.summary import PlacementQuery
 from h2dlint.facts.syntax import is_self, last_name
-
-PROCESSOR_BASES = frozenset(BY_ID[PROCESSOR].patterns)  # the Hugging Face processor bases, which run on the host
 
 
 def _built_class(value: Optional[ast.expr]) -> Optional[str]:

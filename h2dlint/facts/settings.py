@@ -29,6 +29,7 @@ from h2dlint.facts.presets import PRESETS, Preset
 from h2dlint.facts.syntax import glob_matcher
 
 PROCESSOR = "hot-per-request-processor"  # `facts.heuristic_levels`: matched against a class's bases
+PROCESSOR_BASES = frozenset(BY_ID[PROCESSOR].patterns)  # Hugging Face processor bases: they run on the host
 
 # The name lists, as the registry groups them (see `h2dlint.facts.heuristics`); patterns are fnmatch globs.
 DEFAULT_HOT_FUNCTIONS: Tuple[str, ...] = tuple(pattern for pattern, _ in name_patterns(HOT_NAMES, ()))
@@ -173,7 +174,7 @@ class Settings:
     def processor_heuristic(self, bases: Sequence[str]) -> Optional[str]:
         """`hot-per-request-processor` when one of `bases` (a class's base names, as written) is a Hugging Face
         processor or feature-extractor base and the heuristic applies; else None."""
-        if not self._serving_level(PROCESSOR) or not set(bases) & set(BY_ID[PROCESSOR].patterns):
+        if not self._serving_level(PROCESSOR) or PROCESSOR_BASES.isdisjoint(bases):
             return None
         return PROCESSOR
 
