@@ -136,7 +136,9 @@ D2H_FIX_SAFETY = """
 KNOWN_D2H_PLACEMENT = """
     Only operands that the placement analysis knows are on the device are reported: built with `device=` or
     moved with `.cuda()`/`.to(dev)` in this file, an attribute every method assigns a device tensor, a function's
-    device return value, a name such as `*_gpu`, a tensor whose `<name>_cpu` mirror is in sight, or a field of
+    device return value, what a submodule the class builds returns (`self.proj(x)` with `self.proj =
+    Linear(...)`, not one item unpacked from it), a name such as `*_gpu`, a tensor whose `<name>_cpu` mirror is
+    in sight, or a field of
     an object of known class (`meta: Metadata`, `meta = cast(Metadata, m)`, `assert isinstance(meta, Metadata)`,
     or a parameter spelt like one class, `forward_batch`) that the
     class assigns on the device or keeps a `<name>_cpu` mirror of, or what such an object's method returns. A parameter, a field or a helper's return
