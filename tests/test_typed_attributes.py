@@ -224,3 +224,53 @@ def test_an_item_of_a_list_of_host_tensors_that_the_class_keeps_is_on_the_host(t
                                   "    a = batch.delimiters[0].to(dev)\n    return a, batch.rows[0].to(dev)\n")
     found = findings(run_cli, "pkg", cwd=tmp_path)
     assert sorted(found) == [5] and "is `ModelBatch.delimiters` (batch.py)" in found[5][1]  # not 6: on the device
+
+
+STATE = """\
+    from typing import Optional
+
+    import torch
+
+
+    class State:
+        def __init__(self, dev):
+            self.active = torch.ones(8, device=dev)
+
+
+    class Manager:
+        _instance: Optional[State] = None
+
+        @classmethod
+        def instance(cls) -> State:
+            return cls._instance
+
+        @classmethod
+        def unknown(cls):
+            return cls._instance
+    """
+RANKS = """\
+    import torch
+
+    from pkg.state import Manager
+
+
+    class Runner:
+        def forward(self):
+            state = Manager.instance()
+            other = Manager.unknown()
+            a = state.active.sum().item()
+            b = other.active.sum().item()
+            return a, b
+    """
+
+
+def test_a_class_method_called_on_its_class_returns_what_its_annotation_names(tmp_path, run_cli):
+    """A singleton's accessor (`Manager.instance() -> State`): the object is a `State`, whose attribute is
+    built on the device; a method without a return annotation says nothing of what it returns."""
+    write(tmp_path, "pyproject.toml", "[tool.h2dlint]\nselect = ['HTD2']\n")
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/state.py", STATE)
+    write(tmp_path, "pkg/ranks.py", RANKS)
+    found = findings(run_cli, "pkg", cwd=tmp_path)
+    assert sorted(found) == [10]  # not 11: `Manager.unknown()` has no annotation
+    assert "is `State.active` (state.py), where it is built on the device" in found[10][1]

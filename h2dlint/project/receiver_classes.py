@@ -1,6 +1,7 @@
 """The classes of receivers across a project: what `CallRef.receiver` (and a placement question's receiver)
 describes, as a project class. `pool: Pool` names `Pool` through the module's imports, `pool = make_pool()` the
-class `make_pool`'s return annotation names, `self.pool.x` the class its own class gives `self.pool`
+class `make_pool`'s return annotation names (`state = Manager.instance()`: that of the class's own method),
+`self.pool.x` the class its own class gives `self.pool`
 (`ModuleSummary.attribute_types`), and `~forward_batch` the one class spelt `ForwardBatch`
 (`placement-parameter-named-like-class`)."""
 
@@ -82,8 +83,12 @@ class ReceiverClasses:
             cls = self._class_named(module, callee)
             if cls is not None:
                 return [cls]
-            target = self._lookup(module, callee) if not head else self._module_member(module, head, name)
-            functions = [target] if target is not None and target[1] is not None else []  # type: ignore[list-item]
+            owner = self._class_named(module, head) if head else None
+            if owner is not None:  # `Manager.instance()`: a class's own method, called on the class
+                functions = self._method(owner, name)
+            else:
+                target = self._lookup(module, callee) if not head else self._module_member(module, head, name)
+                functions = [target] if target is not None and target[1] is not None else []  # type: ignore[list-item]
         for key in functions:
             function = self.function(key)
             if function is not None and function.returns:
