@@ -485,9 +485,11 @@ def test_ids_are_unique_kebab_case_and_start_with_their_effect():
         assert h.rationale and "\n" not in h.rationale
 
 
-# The blind censuses an evidence row may cite: host-to-device sites, device-to-host sites, and the blind sample of
-# device-to-host findings; one label vocabulary (not-h2d and not-sync both say no copy or sync happens).
-CENSUS_FILES = ("engine_labels.tsv", "d2h_labels.tsv", "d2h_finding_labels.tsv", "d2h_fresh_labels.tsv")
+# The blind censuses an evidence row may cite: host-to-device sites, device-to-host sites, and the blind samples of
+# device-to-host findings and of the findings on trees never tuned on; one label vocabulary (not-h2d and not-sync both say no copy or sync happens).
+CENSUS_FILES = (
+    "engine_labels.tsv", "d2h_labels.tsv", "d2h_finding_labels.tsv", "d2h_fresh_labels.tsv", "fresh_tree_labels.tsv"
+)
 
 
 def _census() -> Dict[Tuple[str, str], str]:

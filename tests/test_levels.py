@@ -163,9 +163,39 @@ class Model:
     assert "in a comprehension at line 5 (once per iteration); `Model.get_image_feature` runs once per request" \
         in found[5].message
     assert "called in a loop at line 6 of `Model.get_image_feature`" in found[11].message
-    diffusion = Settings(preset="diffusion", extend_hot_functions=("get_image_feature",))  # loops are its steps
-    for settings in (diffusion, Settings(disable_heuristics=("hot-per-request-loop",))):
-        assert {d.span.row: d.level for d in check_source(source, settings)} == {5: "per-step", 11: "per-step"}
+    diffusion = Settings(preset="diffusion", extend_hot_functions=("get_image_feature",))
+    assert {d.span.row: d.level for d in check_source(source, diffusion)} == {5: "per-request", 11: "per-request"}
+    switched_off = Settings(disable_heuristics=("hot-per-request-loop",))
+    assert {d.span.row: d.level for d in check_source(source, switched_off)} == {5: "per-step", 11: "per-step"}
+
+
+DIFFUSION_PIPELINE = """\
+import torch
+
+class ImagePipeline:
+    def encode_prompt(self, prompts, dev):
+        return [torch.tensor(p, device=dev) for p in prompts]  # once per prompt of the request
+
+    def __call__(self, prompts, steps, dev):
+        embeds = self.encode_prompt(prompts, dev)
+        for t in range(steps):
+            self.scheduler_step(t, dev)
+        return embeds
+
+    def scheduler_step(self, t, dev):
+        return torch.tensor([t], device=dev)  # per denoising step
+"""
+
+
+def test_with_the_diffusion_preset_only_a_pipelines_call_loops_over_steps():
+    """`encode_prompt` runs once per request and loops over the request's prompts; the pipeline's `__call__`
+    loops over the denoising steps (`hot-per-request-loop` and its exception)."""
+    found = {d.span.row: d for d in check_source(DIFFUSION_PIPELINE, Settings(preset="diffusion"))}
+    assert {row: d.level for row, d in found.items()} == {5: "per-request", 14: "per-step"}
+    assert "`ImagePipeline.encode_prompt` runs once per request" in found[5].message
+    assert "called in a loop at line 9 of `ImagePipeline.__call__`" in found[14].message
+    switched_off = Settings(preset="diffusion", disable_heuristics=("hot-per-request-loop",))
+    assert check_source(DIFFUSION_PIPELINE, switched_off)[0].level == "per-step"
 
 
 def test_a_loop_in_a_function_only_per_request_code_reaches_repeats_per_request():

@@ -46,12 +46,16 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
     Heuristic(
         "hot-per-request-loop", _HOT, Group.LOOP,
         "a loop in code that runs once per request goes over that request's images, chunks or items, so it "
-        "repeats per request, not per step (a pipeline's `__call__`, whose loop is its denoising steps, aside)",
+        "repeats per request, not per step (a pipeline's `__call__`, whose loop is its denoising steps, aside); "
+        "in a serving engine, and in a diffusion pipeline's per-request code (`encode_prompt`, `prepare_latents`, "
+        "a modular block's `__call__`) over its prompts, conditions and images",
         evidence=(
             "sglang models/deepseek_v4.py:4814",
             "sglang models/cohere2_vision.py:161",
             "sglang models/mimo_audio.py:960",
             "sglang models/muse_spark_omni.py:378",
+            "diffusers pipelines/audioldm2/pipeline_audioldm2.py:598",
+            "diffusers pipelines/ltx/pipeline_ltx_condition.py:563",
         ),
         exceptions=("*Pipeline.__call__",),
     ),

@@ -25,7 +25,7 @@ from h2dlint.facts.heuristics import (
     preset_heuristic,
     unknown_ids,
 )
-from h2dlint.facts.presets import PRESETS, Preset
+from h2dlint.facts.presets import DIFFUSION, PRESETS, Preset
 from h2dlint.facts.syntax import glob_matcher
 
 PROCESSOR = "hot-per-request-processor"  # `facts.heuristic_levels`: matched against a class's bases
@@ -185,9 +185,10 @@ class Settings:
 
     def loops_repeat_per_request(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether the loops of function `name` (of `class_name`), which runs once per request, repeat per
-        request (`hot-per-request-loop`), not per step: serving defaults only, as a pipeline's loop and a
-        modular diffusion block's are its steps."""
-        if not self._serving_level(PER_REQUEST_LOOP.id):
+        request (`hot-per-request-loop`), not per step: with serving's names, and a diffusion pipeline's, whose
+        per-request code (`encode_prompt`, `prepare_latents`, a modular block) loops over a request's prompts,
+        images or conditions, and only a pipeline's `__call__` over the denoising steps (the exception)."""
+        if not (self._serving_level(PER_REQUEST_LOOP.id) or self._diffusion_level(PER_REQUEST_LOOP.id)):
             return False
         return not _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
 
@@ -209,6 +210,10 @@ class Settings:
         """Whether the level heuristic `heuristic` applies: switched on, and the preset keeps serving's names
         (`facts.heuristic_levels` speaks of serving engines only)."""
         return PRESETS[self.preset].hot is None and self.enabled(heuristic)
+
+    def _diffusion_level(self, heuristic: str) -> bool:
+        """Whether the level heuristic `heuristic`, one that holds for a diffusion pipeline too, applies there."""
+        return self.preset == DIFFUSION.name and self.enabled(heuristic)
 
     def is_cold_name(self, name: str, class_name: Optional[str] = None) -> bool:
         return _matches_any(name, class_name, self.cold_functions)
