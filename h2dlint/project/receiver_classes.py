@@ -1,9 +1,8 @@
 """The classes of receivers across a project: what `CallRef.receiver` (and a placement question's receiver)
 describes, as a project class. `pool: Pool` names `Pool` through the module's imports, `pool = make_pool()` the
 class `make_pool`'s return annotation names (`state = Manager.instance()`: that of the class's own method),
-`self.pool.x` the class its own class gives `self.pool`
-(`ModuleSummary.attribute_types`), and `~forward_batch` the one class spelt `ForwardBatch`
-(`placement-parameter-named-like-class`)."""
+`self.pool.x` the class its own class gives `self.pool` (`ModuleSummary.attribute_types`), and `~forward_batch`
+the one class spelt `ForwardBatch` (`placement-parameter-named-like-class`)."""
 
 from __future__ import annotations
 
