@@ -21,7 +21,7 @@ from h2dlint.facts.syntax import attribute_looked_up, last_name, type_cast
 from h2dlint.facts.tensor_ops import BROADCASTING as _BROADCASTING
 from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
 from h2dlint.facts.tensor_ops import ELEMENTWISE as _ELEMENTWISE
-from h2dlint.facts.tensor_ops import FACTORIES, SAME_PLACE_METHODS, VIEW_METHODS
+from h2dlint.facts.tensor_ops import FACTORIES, MAY_RETURN_RECEIVER, SAME_PLACE_METHODS, VIEW_METHODS
 from h2dlint.facts.tensor_ops import FOLLOW_INPUT as _FOLLOW_INPUT
 from h2dlint.facts.tensor_ops import HELPERS as _HELPERS
 from h2dlint.facts.tensor_ops import JOINS as _JOINS
@@ -215,6 +215,8 @@ def _method(call: ast.Call, method: str, scope: PlacementScope, depth: int) -> O
         return placement_of(receiver, scope, depth + 1)
     if method in SAME_PLACE_METHODS:
         found = placement_of(receiver, scope, depth + 1)
+        if method not in MAY_RETURN_RECEIVER:  # a new tensor
+            return found.unpinned()
         return replace(found, place=Place.HOST) if found.place is Place.PINNED else found
     return None
 

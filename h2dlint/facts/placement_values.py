@@ -41,8 +41,12 @@ class Placement:
         return replace(self, chain=(step if isinstance(step, str) else step(), *self.chain))
 
     def unpinned(self) -> "Placement":
-        """The placement of a new tensor computed from this one: a host result is pageable."""
-        return replace(self, place=Place.PAGEABLE) if self.place.on_host else self
+        """The placement of a new tensor computed from this one: a host result is pageable, whatever memory
+        this one is in (PyTorch allocates a result without the pin flag), and the evidence says so."""
+        if not self.place.on_host or self.place is Place.PAGEABLE:
+            return self
+        evidence = f"is a new tensor in pageable memory, computed from one that {self.evidence}" if self.evidence else ""
+        return replace(self, place=Place.PAGEABLE, evidence=evidence)
 
 
 UNKNOWN = Placement(Place.UNKNOWN)

@@ -39,6 +39,12 @@ SAME_PLACE_METHODS = frozenset(
     "tril triu mm bmm matmul baddbmm addmm fmod floor_divide bitwise_and bitwise_or bitwise_xor bitwise_not "
     "reciprocal sin cos erf log2 exp2 unique_consecutive searchsorted cumsum_ nan_to_num".split()
 )
+# Of those, the ones that may give the receiver itself or a view of it (a cast to the dtype it has, `contiguous()`
+# of a contiguous tensor, a `reshape` that can view): a pinned receiver may give a pinned result. Every other one
+# allocates its result, and PyTorch allocates it without the pin flag: pageable, on the host.
+MAY_RETURN_RECEIVER = frozenset(
+    "long int float half bfloat16 bool double short byte char contiguous reshape flatten type_as".split()
+)
 # torch functions whose result is where their first argument (the input) is: `torch.sum(x)`,
 # `torch.where(m, a, b)`.
 FOLLOW_INPUT = frozenset(

@@ -115,6 +115,14 @@ class PageableNonBlocking(Rule):
             def step(x, dev):
                 return torch.tensor(x, pin_memory=True).to(dev, non_blocking=True)
             """),
+        # A cast may give its receiver itself (`long()` of an int64 tensor): pinned or not is not known.
+        Valid("""
+            import torch
+
+            def step(x, dev):
+                pinned = torch.tensor(x, dtype=torch.int64, pin_memory=True)
+                return pinned.long().to(dev, non_blocking=True)
+            """),
         Valid("""
             import torch
 
@@ -331,6 +339,17 @@ class PageableNonBlocking(Rule):
                 return host.cuda(non_blocking=True)  # HTD104
             """,
             reason="copied to the host by `.cpu()` at line 4",
+        ),
+        # What an operation computes from a pinned tensor is a new tensor, which PyTorch does not pin.
+        Invalid(
+            """
+            import torch
+
+            def step(x, dev):
+                pinned = torch.tensor(x, pin_memory=True)
+                return pinned.cumsum(0).to(dev, non_blocking=True)  # HTD104
+            """,
+            reason="is a new tensor in pageable memory, computed from one that is built in pinned memory",
         ),
     )
 
