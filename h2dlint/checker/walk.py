@@ -36,7 +36,7 @@ from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.receivers import local_types
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings, module_bindings
 from h2dlint.facts.comprehensions import Comprehensions
-from h2dlint.facts.error_paths import ERROR_PATH, leads_to_raise
+from h2dlint.facts.error_paths import ERROR_PATH
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.syntax import child_nodes
@@ -248,10 +248,7 @@ class Walk(FlowWalk):
     def _visit_except_handler(self, node: ast.ExceptHandler) -> None:
         """`except E: log(t.tolist()); raise`: a handler that ends in `raise` is on the way to an exception."""
         self._visit_optional(node.type)
-        if leads_to_raise(node.body):
-            self._visit_error_path(node.body)
-        else:
-            self._visit_all(node.body)
+        self._visit_branch(node.body, None, True)
 
     def _visit_error_path(self, nodes: Iterable[ast.AST]) -> None:
         """`nodes`, which run only on the way to an exception (`facts.error_paths`), under that one-time guard."""
