@@ -8,7 +8,6 @@ the class builds (`self.proj = Linear(...)`, then `self.proj(x)`) returns activa
 from __future__ import annotations
 
 import ast
-import fnmatch
 from typing import Dict, List, Optional, Tuple
 
 from h2dlint.facts.constructs import may_be_host_device
@@ -20,7 +19,7 @@ from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import PROCESSOR_BASES
 from h2dlint.facts.summary import PlacementQuery
-from h2dlint.facts.syntax import is_self, last_name
+from h2dlint.facts.syntax import glob_matcher, is_self, last_name
 
 
 def _built_class(value: Optional[ast.expr]) -> Optional[str]:
@@ -76,7 +75,8 @@ class FunctionReturns:
         owners = self._class_and_bases(class_name)  # type: ignore[arg-type]
         assigned = (value for owner in owners for _, value, _ in self._assignments_of(owner).get(func.attr, ()))
         built = {_built_class(value) for value in assigned}
-        if not built or None in built or any(fnmatch.fnmatchcase(c, p) for c in built for p in exceptions):  # type: ignore
+        excepted = glob_matcher(exceptions)
+        if not built or None in built or any(excepted(c) for c in built):  # type: ignore[arg-type]
             return None
         modules = ", ".join(f"`{c}`" for c in sorted(built))  # type: ignore[arg-type]
         return Placement(
