@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -82,6 +83,13 @@ def write(folder: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
+
+
+def run_benchmark(script: Path, *args: str) -> str:
+    """What the benchmark script `script` prints, run with `args` in a fresh interpreter; it must succeed."""
+    done = subprocess.run([PYTHON, str(script), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def demo_package(tmp_path: Path, modules: Dict[str, str], tool: str = "") -> Path:

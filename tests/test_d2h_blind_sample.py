@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-
-from conftest import PYTHON, ROOT, write
+from conftest import ROOT, run_benchmark, write
 
 SCRIPT = ROOT / "benchmarks" / "d2h_blind_sample.py"
 
@@ -26,9 +24,7 @@ def test_it_samples_unlabelled_findings_and_as_many_decoys_and_keeps_the_key_apa
     write(tree, "model.py", ENGINE)
     labels = write(tmp_path, "labels.tsv", "eng\tmodel.py:8\tone-time\tlabelled already\n")
     out, key = tmp_path / "sample.md", tmp_path / "key.tsv"
-    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tree}:5", "--labels", str(labels), "--out", str(out),
-                           "--key", str(key)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_benchmark(SCRIPT, f"eng={tree}:5", "--labels", str(labels), "--out", str(out), "--key", str(key))
     rows = [line.split("\t") for line in key.read_text().splitlines()]
     kinds = {site: kind for _, site, kind in rows}
     assert [site for site, kind in kinds.items() if kind == "finding"] == ["model.py:6"]  # not 8: labelled
@@ -44,9 +40,10 @@ def test_two_trees_with_a_file_of_the_same_path_each_show_their_own_lines(tmp_pa
         write(tmp_path / name, "model.py", ENGINE.replace("def forward", f"# {marker}\ndef forward"))
     empty = write(tmp_path, "labels.tsv", "")
     out, key = tmp_path / "sample.md", tmp_path / "key.tsv"
-    done = subprocess.run([PYTHON, str(SCRIPT), f"one={tmp_path / 'one'}:5", f"two={tmp_path / 'two'}:5", "--labels",
-                           str(empty), "--out", str(out), "--key", str(key)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_benchmark(
+        SCRIPT, f"one={tmp_path / 'one'}:5", f"two={tmp_path / 'two'}:5", "--labels", str(empty), "--out", str(out),
+        "--key", str(key),
+    )
     for entry in out.read_text().split("### ")[1:]:
         tree = entry.split()[0]
         assert ("first_tree" if tree == "one" else "second_tree") in entry, entry
@@ -60,8 +57,6 @@ def test_the_sample_is_written_in_another_sha1_order_than_it_is_chosen_in(tmp_pa
     write(tmp_path / "eng", "model.py", ENGINE)
     empty = write(tmp_path, "labels.tsv", "")
     out, key = tmp_path / "sample.md", tmp_path / "key.tsv"
-    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tmp_path / 'eng'}:5", "--labels", str(empty), "--out",
-                           str(out), "--key", str(key)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_benchmark(SCRIPT, f"eng={tmp_path / 'eng'}:5", "--labels", str(empty), "--out", str(out), "--key", str(key))
     sites = [line.split("\t")[1] for line in key.read_text().splitlines()]
     assert sites == sorted(sites, key=lambda s: hashlib.sha1(f"ordereng {s}".encode()).hexdigest())

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-
-from conftest import PYTHON, ROOT, write
+from conftest import ROOT, run_benchmark, write
 
 SCRIPT = ROOT / "benchmarks" / "fresh_trees.py"
 
@@ -35,10 +33,8 @@ def test_it_counts_the_hot_share_and_the_true_claims_of_the_sampled_findings(tmp
         "lib\tpipe.py:3\tper-step\tno longer reported: left out of the counts\n"
         "other\tpipe.py:11\tper-step\tanother tree's row\n",
     )
-    done = subprocess.run([PYTHON, str(SCRIPT), f"lib={tree}:diffusion", "--labels", str(labels)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "## lib: 2 finding lines; 2 of 3 sampled still reported" in done.stdout
-    assert "hot: 50% (1 of 2)" in done.stdout
-    assert "claiming their frequency: 1 of 1" in done.stdout
-    assert "not hot: pipe.py:11 (one-time)" in done.stdout
+    stdout = run_benchmark(SCRIPT, f"lib={tree}:diffusion", "--labels", str(labels))
+    assert "## lib: 2 finding lines; 2 of 3 sampled still reported" in stdout
+    assert "hot: 50% (1 of 2)" in stdout
+    assert "claiming their frequency: 1 of 1" in stdout
+    assert "not hot: pipe.py:11 (one-time)" in stdout

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-
-from conftest import PYTHON, ROOT, write
+from conftest import ROOT, run_benchmark, write
 
 SCRIPT = ROOT / "benchmarks" / "level_claims.py"
 
@@ -35,8 +33,6 @@ def test_it_counts_truthful_over_and_under_claimed_levels(tmp_path):
         "eng\tmodel.py:12\tone-time\tnot judged here\n",
     )
     second = write(tmp_path, "second.tsv", "eng\tmodel.py:9\tper-step\tthe first file wins\n")
-    done = subprocess.run([PYTHON, str(SCRIPT), f"eng={tree}", "--labels", str(first), "--labels", str(second)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    stdout = run_benchmark(SCRIPT, f"eng={tree}", "--labels", str(first), "--labels", str(second))
     assert "## eng\n  HTD1: labelled hot findings 2, truthful 1 (50%), over-claimed (per step, runs per request) 1, " \
-        "under-claimed (per request, runs per step) 0" in done.stdout
+        "under-claimed (per request, runs per step) 0" in stdout
