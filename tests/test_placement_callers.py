@@ -199,3 +199,31 @@ def test_the_public_heuristic_switches_off_alone(public, run_cli):
     found = public_findings(run_cli, public, "--no-cache", "--disable-heuristics",
                             "placement-parameter-from-module-callers")
     assert found == {}
+
+
+@pytest.mark.parametrize(
+    "mention, expected",
+    [
+        # a comment or a docstring that names the function calls nothing
+        ("    # _read(x) needs the device copy", ["HTD201"]),
+        ('    """Calls `_read()` on the moved ids."""', ["HTD201"]),
+        ("    return _read(x.to(dev))  # _read syncs", ["HTD201"]),
+        # a string without spaces may name it for a lookup; so may one in an f-string
+        ('    getattr(__import__("m"), "_read")', []),
+        ('    hooks = ["pkg.mod._read"]', []),
+        ('    print(f"{_read}")', []),
+        # a `#` inside a string starts no comment
+        ('    label = "#" + "_read"', []),
+    ],
+)
+def test_a_comment_or_prose_naming_the_function_is_no_reference(mention, expected):
+    caller = "def forward(x, dev):\n" + mention + "\n    return _read(x.to(dev))\n"
+    assert codes("import torch\n" + CALLEE + "\n" + caller) == expected
+
+
+def test_prose_is_found_by_column_after_characters_of_several_bytes():
+    """`ast` counts columns in UTF-8 bytes; the text search, in characters."""
+    caller = 'def forward(x, dev):\n    s = "ü→ _read is called"; t = "→_read"\n    return _read(x.to(dev))\n'
+    assert codes("import torch\n" + CALLEE + "\n" + caller) == []
+    prose = caller.replace('t = "→_read"', 't = "→ _read me"')
+    assert codes("import torch\n" + CALLEE + "\n" + prose) == ["HTD201"]

@@ -6,9 +6,11 @@ implementation detail of its module, called from there, so its parameter lives w
 passes it (`placement-parameter-from-callers`):
 - every place the module's source writes the name, its `def` aside, is a plain call made in a top-level
   function or method (for a method, on `self`, from its class or a subclass here that does not override it);
-  any other (a callback, a call in a nested function or lambda, `obj._pack(...)`, a second `def`, even a
-  comment or a string) leaves the callers unknown, and so the parameter. The name is looked for in the text
-  first: only the functions that write it are walked;
+  any other (a callback, a call in a nested function or lambda, `obj._pack(...)`, a second `def`, a
+  string that may name it for a lookup: `getattr(self, "_pack")`, `"pkg.mod._pack"`) leaves the callers
+  unknown, and so the parameter. A comment, and prose in a string (a docstring's "see `_pack()`"), call
+  nothing and are passed over. The name is looked for in the text first: only the functions that write it
+  are walked;
 - each call passes the parameter by position or keyword, with no `*args`/`**kwargs` that may hide it; a call
   that leaves it to its default, or passes a constant (`None`), passes no tensor and is skipped;
 - the arguments agree (`agree_all`): one unknown, or a host and a device one, give unknown.
@@ -48,6 +50,8 @@ class CallerArguments:
     `_exporting`, `_summary`, `_ask`, `_names_for` and `_method_of`; `exports` uses its `_top_level_functions`."""
 
     _source: str
+    _module: ast.Module
+    _starts: Optional[List[int]]
     _exporting: bool
     _top_level: Optional[List[Tuple[FunctionNode, Optional[str]]]]
 
@@ -105,7 +109,7 @@ class CallerArguments:
         """The calls of `function` in this module, when they are all the places its name is written (its
         `def` aside); else empty. The name is found in the source text first, so only the functions that
         write it are walked."""
-        rows = self._rows_naming(function.name)
+        rows = [row for row, offset in self._places_naming(function.name) if not self._in_prose(row, offset)]
         if function.lineno in rows:
             rows.remove(function.lineno)  # its `def`
         if not rows:
@@ -122,16 +126,34 @@ class CallerArguments:
                 return []
         return sites
 
-    def _rows_naming(self, name: str) -> List[int]:
-        """The line of each place the source writes the identifier `name`, once per place."""
-        text, rows, starts = self._source, [], line_starts(self._source)
+    def _places_naming(self, name: str) -> List[Tuple[int, int]]:
+        """The line and offset in the source of each place that writes the identifier `name`."""
+        text, places, starts = self._source, [], self._line_starts()
         at = text.find(name)
         while at != -1:
             end = at + len(name)
             if not (at and _is_word(text[at - 1])) and not (end < len(text) and _is_word(text[end])):
-                rows.append(row_at(starts, at))
+                places.append((row_at(starts, at), at))
             at = text.find(name, end)
-        return rows
+        return places
+
+    def _in_prose(self, row: int, offset: int) -> bool:
+        """Whether the name written at `offset` (on line `row`) is in a comment, or in a string of words (one
+        with a space: a docstring, a message), where it calls nothing."""
+        starts = self._line_starts()
+        line = self._source[starts[row - 1] : starts[row] if row < len(starts) else len(self._source)]
+        column = len(line[: offset - starts[row - 1]].encode("utf-8"))  # `ast` counts columns in UTF-8 bytes
+        strings = strings_on_row(self._module, row)
+        around = [s for s in strings if _spans(s, row, column)]
+        if around:
+            return all(isinstance(s, ast.Constant) and " " in s.value for s in around)
+        hashes = (len(line[:at].encode("utf-8")) for at, char in enumerate(line) if char == "#" and at < offset - starts[row - 1])
+        return any(not any(_spans(s, row, h) for s in strings) for h in hashes)
+
+    def _line_starts(self) -> List[int]:
+        if self._starts is None:
+            self._starts = line_starts(self._source)
+        return self._starts
 
     def _functions_at(self, rows: List[int]) -> List[Tuple[FunctionNode, Optional[str]]]:
         """The top-level functions and methods whose lines hold any of `rows` (ascending)."""
@@ -157,6 +179,30 @@ def _passed(call: ast.Call, name: str, argument: ast.expr, caller: FunctionNode)
     """The step of `explain`'s chain from parameter `name` to the argument a call passes (by keyword, whichever
     way the call passes it), worded only where shown."""
     return lambda: f"line {call.lineno}: `{short(call.func, 32)}({name}={short(argument, 32)}, ...)` in `{caller.name}`"
+
+
+def strings_on_row(module: ast.Module, row: int) -> List[ast.expr]:
+    """The string constants and f-strings of `module` whose text spans line `row`; only the nodes that span it
+    are looked into."""
+    found: List[ast.expr] = []
+    todo: List[ast.AST] = [module]
+    while todo:
+        for child in ast.iter_child_nodes(todo.pop()):
+            first = getattr(child, "lineno", None)
+            if first is not None and not first <= row <= child.end_lineno:  # type: ignore[attr-defined]
+                continue
+            if isinstance(child, ast.JoinedStr) or (isinstance(child, ast.Constant) and isinstance(child.value, str)):
+                found.append(child)
+            else:
+                todo.append(child)
+    return found
+
+
+def _spans(node: ast.expr, row: int, column: int) -> bool:
+    """Whether the text of `node` holds line `row`, column `column` (in UTF-8 bytes)."""
+    start = (node.lineno, node.col_offset)
+    end = (node.end_lineno, node.end_col_offset)
+    return start <= (row, column) < end  # type: ignore[operator]
 
 
 def _is_word(char: str) -> bool:

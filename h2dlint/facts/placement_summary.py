@@ -63,6 +63,8 @@ class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordF
         `regions`: which regions it may hold (`placement_regions.regions_possible`)."""
         self._mirrors = mirrors
         self._source = source
+        self._module = module
+        self._starts: Optional[List[int]] = None
         self._exporting = False
         self._top_level = None
         self._module_scope = module_scope
