@@ -227,3 +227,43 @@ def test_prose_is_found_by_column_after_characters_of_several_bytes():
     assert codes("import torch\n" + CALLEE + "\n" + caller) == []
     prose = caller.replace('t = "→_read"', 't = "→ _read me"')
     assert codes("import torch\n" + CALLEE + "\n" + prose) == ["HTD201"]
+
+
+RECORDS = """\
+import torch
+from dataclasses import dataclass
+
+
+@dataclass
+class SampleArgs:
+    samples: torch.Tensor
+
+
+def _sample(logits):
+    return SampleArgs(samples=torch.argmax(logits, dim=-1))
+
+
+def sample(x, dev):
+    return _sample(x.to(dev))
+"""
+
+READER = """\
+import torch
+
+from pkg.records import SampleArgs
+
+
+def forward(args: SampleArgs):
+    return args.samples.tolist()
+"""
+
+
+def test_a_private_function_placed_by_its_calls_tells_another_file_what_it_fills(tmp_path, run_cli):
+    """What a module exports (a record's field filled in `_sample`) rests on its private functions' calls too:
+    they are all in the module, whoever asks."""
+    root = demo_package(tmp_path, {"records": RECORDS, "reader": READER})
+    code, out, err = run_cli("check", "--select", "HTD2", "--output-format", "json", "--no-cache", ".", cwd=root)
+    assert code == 1, err
+    (found,) = json.loads(out)
+    assert found["filename"].endswith("reader.py") and found["location"]["row"] == row_of(READER, ".tolist()")
+    assert "at every call of `_sample(...)`" in found["message"]

@@ -58,11 +58,11 @@ class CallerArguments:
     def passed(self, function: Optional[FunctionNode], class_name: Optional[str], name: str, depth: int) -> Placement:
         """Where parameter `name` of `function` (a method of `class_name`, or a module function) lives, from the
         calls of it in this module (for a public function, a question for the project); unknown for one defined
-        inside another, and while the module's exports are worked out: placing the parameters behind every
-        return and attribute it exports cost 40% of this heuristic's time."""
-        if self._exporting:
-            return UNKNOWN  # what other files are told (`exports`) does not rest on this module's own calls
+        inside another. A private function's calls are all in this module, so what the module tells other files
+        (`exports`) rests on them too; a public one's would be a question of its own, and stays unknown there."""
         private = function is not None and is_private(function.name)
+        if self._exporting and not private:
+            return UNKNOWN  # what other files are told (`exports`) does not rest on a question of its own
         if function is None or not self._conventions.parameter_from_callers:
             return UNKNOWN
         if not private and not self._conventions.public_from_callers:
