@@ -541,9 +541,12 @@ def test_explain_names_the_placement_convention_a_finding_rests_on(tmp_path, run
 
 def test_explain_says_a_tensor_of_unknown_placement_is_never_reported(tmp_path, run_cli):
     path = write(tmp_path, "unknown.py", "import torch\n\n\ndef forward(x, dev):\n    return x.to(dev)\n")
-    code, out, _ = run_cli("explain", f"{path}:5", str(tmp_path))
+    off = ("--disable-heuristics", "placement-parameter-from-project-callers")
+    code, out, _ = run_cli("explain", *off, f"{path}:5", str(tmp_path))
     assert code == 0 and "which is hot" in out
     assert "unknown is never reported" in out
+    code, out, _ = run_cli("explain", f"{path}:5", str(tmp_path))  # asked of the project, which has no call
+    assert code == 0 and "depends on what the calls of `forward()` pass for `x`, in this file and the others" in out
 
 
 def test_explain_names_the_guard_that_makes_a_site_one_time(tmp_path, run_cli):
@@ -557,6 +560,7 @@ def test_explain_names_the_guard_that_makes_a_site_one_time(tmp_path, run_cli):
 def test_every_heuristic_is_exercised_by_a_case():
     structural = {"hot-name-configured", "cold-name-configured"}  # exercised with settings of their own
     structural.add("placement-parameter-from-module-callers")  # needs a project: tests/test_placement_callers.py
+    structural.add("placement-parameter-from-project-callers")  # so does this one
     names = {h.id for h in HEURISTICS if h.patterns}
     levels = {h.id for h in LEVEL_HEURISTICS}  # they change a finding's level, not its verdict: test_levels.py
     uncovered = {h.id for h in HEURISTICS} - {case[0] for case in CASES} - structural - names - levels

@@ -267,3 +267,92 @@ def test_a_private_function_placed_by_its_calls_tells_another_file_what_it_fills
     (found,) = json.loads(out)
     assert found["filename"].endswith("reader.py") and found["location"]["row"] == row_of(READER, ".tolist()")
     assert "at every call of `_sample(...)`" in found["message"]
+
+
+OPS = """\
+import torch
+
+
+def read(lens):
+    return lens.max().item()
+
+
+class Pool:
+    def free(self, indices):
+        return indices.tolist()
+"""
+
+RUNNER = """\
+import torch
+
+from pkg.ops import Pool, read
+
+
+class Runner:
+    def __init__(self):
+        self.pool = Pool()
+
+    def forward(self, x, dev):
+        self.pool.free(x.to(dev))
+        return read(x.to(dev))
+"""
+
+
+def project_findings(run_cli, root, *args):
+    code, out, err = run_cli("check", "--select", "HTD2", "--output-format", "json", *args, ".", cwd=root)
+    assert code in (0, 1), err
+    return {(d["filename"].rpartition("/")[2], d["location"]["row"]): d["message"] for d in json.loads(out)}
+
+
+def test_a_public_function_is_placed_by_the_calls_other_files_make(tmp_path, run_cli):
+    root = demo_package(tmp_path, {"ops": OPS, "runner": RUNNER})
+    found = project_findings(run_cli, root, "--no-cache")
+    read_row, free_row = ("ops.py", row_of(OPS, "lens.max()")), ("ops.py", row_of(OPS, "indices.tolist()"))
+    assert set(found) == {read_row, free_row}
+    expected = "`lens.max()` is, at every call of `read(...)` in the project (from `runner.py`), a tensor that is"
+    assert expected in found[read_row]
+    off = ("--disable-heuristics", "placement-parameter-from-project-callers")
+    assert project_findings(run_cli, root, "--no-cache", *off) == {}
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "import torch\nfrom pkg.ops import read\n\ndef g(x):\n    return read(x)\n",  # passes an unknown tensor
+        "import torch\nfrom pkg.ops import read\n\ndef g(x):\n    return read(x.cpu())\n",  # disagrees
+        "from pkg.ops import read\n\nHANDLERS = {'read': read}\n",  # a callback, called unseen
+        "import torch\nfrom pkg.ops import read\n\ndef g(x):\n    return read(*x)\n",  # hides the argument
+    ],
+    ids=["unknown", "host", "callback", "starred"],
+)
+def test_a_call_elsewhere_that_does_not_show_a_device_tensor_leaves_it_unknown(tmp_path, run_cli, other):
+    root = demo_package(tmp_path, {"ops": OPS, "runner": RUNNER, "other": other})
+    found = project_findings(run_cli, root, "--no-cache")
+    assert ("ops.py", row_of(OPS, "lens.max()")) not in found
+    assert ("ops.py", row_of(OPS, "indices.tolist()")) in found  # the method's calls are all still seen
+
+
+def test_a_method_called_on_its_class_binds_no_receiver_and_is_left_unknown(tmp_path, run_cli):
+    other = "import torch\nfrom pkg.ops import Pool\n\ndef g(pool, x, dev):\n    return Pool.free(pool, x.to(dev))\n"
+    root = demo_package(tmp_path, {"ops": OPS, "runner": RUNNER, "other": other})
+    assert ("ops.py", row_of(OPS, "indices.tolist()")) not in project_findings(run_cli, root, "--no-cache")
+
+
+def test_an_argument_that_is_the_callers_own_parameter_is_asked_of_its_callers(tmp_path, run_cli):
+    middle = "import torch\nfrom pkg.ops import read\n\ndef relay(lens):\n    return read(lens)\n"
+    top = "import torch\nfrom pkg.middle import relay\n\ndef forward(x, dev):\n    return relay(x.to(dev))\n"
+    root = demo_package(tmp_path, {"ops": OPS, "middle": middle, "top": top})
+    message = project_findings(run_cli, root, "--no-cache")[("ops.py", row_of(OPS, "lens.max()"))]
+    expected = "(from `middle.py`), a tensor that is, at every call of `relay(...)` in the project (from `top.py`)"
+    assert expected in message
+
+
+def test_a_warm_run_sees_a_calling_file_pass_something_else(tmp_path, run_cli):
+    root = demo_package(tmp_path, {"ops": OPS, "runner": RUNNER})
+    row = ("ops.py", row_of(OPS, "lens.max()"))
+    assert row in project_findings(run_cli, root)
+    # the same names called, so only what its calls pass tells the run to look again
+    write(root, "pkg/runner.py", RUNNER.replace("return read(x.to(dev))", "return read(x.to(\"cpu\"))"))
+    assert row not in project_findings(run_cli, root)
+    write(root, "pkg/runner.py", RUNNER)
+    assert row in project_findings(run_cli, root)

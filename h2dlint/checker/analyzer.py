@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import warnings
 from functools import partial
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from h2dlint.checker.collector import summarize
 from h2dlint.checker.file_summary import (  # noqa: F401 - this module's API before they moved
@@ -18,6 +18,7 @@ from h2dlint.checker.file_summary import (  # noqa: F401 - this module's API bef
 from h2dlint.checker.jit import without_fixes_in_jit_code
 from h2dlint.checker.walk import placements_of
 from h2dlint.facts.noqa import NoqaComments
+from h2dlint.facts.placement_summary import ModulePlacements
 from h2dlint.facts.positions import source_lines
 from h2dlint.facts.recursion import with_room_to_recurse
 from h2dlint.facts.settings import Settings
@@ -67,6 +68,16 @@ def placement_exports(text: str, settings: Settings) -> PlacementExports:
 def _parse_and_export(text: str, settings: Settings) -> PlacementExports:
     placements = placements_of(_parse(text), source_lines(text), settings)
     return placements.exports() if placements is not None else PlacementExports()
+
+
+def module_placements(text: str, settings: Settings) -> Optional[ModulePlacements]:
+    """A fresh placement knowledge of `text`, for the project's questions about the calls it makes
+    (`ModulePlacements.argument_at`); None for a file that cannot be parsed or uses no torch."""
+    try:
+        module = with_room_to_recurse(_parse, text)
+    except (SourceError, RecursionError):
+        return None
+    return placements_of(module, source_lines(text), settings)
 
 
 def _parse(text: str) -> ast.Module:

@@ -106,6 +106,10 @@ def _asked(site: Site) -> str:
         return f"what `{query.written}` holds, which the class of `{query.written.rpartition('.')[0]}` decides"
     if query.kind == "typed-method":
         return f"what `.{query.name}()` returns, which the class of its object decides"
+    if query.kind == "callers":
+        return f"what the calls of `{query.name}()` pass for `{query.parameter[0]}`, in this file and the others"
+    if query.kind == "record":
+        return f"what the constructor calls of `{query.owner}` put in its field `{query.name}`"
     what = f"`self.{query.name}()` returns" if query.kind == "method" else f"`self.{query.name}` holds"
     return f"what {what} in `{query.owner}`, from a base class of another file"
 

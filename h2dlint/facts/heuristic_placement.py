@@ -81,6 +81,13 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ),
     ),
     Heuristic(
+        "placement-parameter-from-project-callers", Effect.PLACEMENT, Group.CONVENTION,
+        "a parameter of a public function or method lives where every call of it in the project passes it, when "
+        "the project's index resolves each call of that name in the other files, to it alone or to another "
+        "function, and no file imports the name without calling it (a callback): its callers are then all in "
+        "sight (a caller outside the project is not)",
+    ),
+    Heuristic(
         "placement-submodule-output", Effect.PLACEMENT, Group.CONVENTION,
         "what a submodule returns (`self.proj(x)`, with every assignment of `self.proj` in the class, or a base "
         "class of the file, a call of a class by name: `Linear(...)`) is an activation, on the device the model "

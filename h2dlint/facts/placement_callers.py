@@ -17,15 +17,17 @@ passes it (`placement-parameter-from-callers`):
 
 A public function or method (`pack`, `self.pack`) may be called from other files too. Its parameter is placed
 the same way (`placement-parameter-from-module-callers`), as a question for the project ("callers"), answered
-only where no other file calls or imports that name (`project.placement_links`). Until then it is unknown,
-so a name convention still decides where the module's calls disagree.
+where no other file calls or imports that name (`project.placement_links`); or, where other files do, by
+what each of their calls passes (`placement-parameter-from-project-callers`, `project.placement_passed`,
+which asks each calling file `argument_at`). The module's own calls must still all agree, or be none. Until
+the project answers it is unknown, so a name convention still decides where the module's calls disagree.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_conventions import FROM_CALLERS
@@ -33,10 +35,11 @@ from h2dlint.facts.placement_exports import FunctionNode, exported
 from h2dlint.facts.placement_regions import own_nodes, spans_any
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
 from h2dlint.facts.positions import line_starts, row_at
+from h2dlint.facts.syntax import last_name
 from h2dlint.facts.summary import PlacementQuery
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling function, its class, the call
-_NOT_PASSED = object()  # the call leaves the parameter to its default
+NOT_PASSED = object()  # the call leaves the parameter to its default (or, as `argument_at` says, passes a constant)
 _HIDDEN = object()  # `*args` or `**kwargs` may pass it
 
 
@@ -74,10 +77,43 @@ class CallerArguments:
             return UNKNOWN
         key = (class_name or "", f"({function.name}){name}")
         found = self._summary(key, lambda: self._passed(function, class_name, name, depth))
-        if private or found.place is Place.UNKNOWN:
-            return found if private else UNKNOWN  # a public function's callers that disagree: not yet known
-        query = PlacementQuery("callers", function.name, class_name or "", local=exported(found))
+        if private:
+            return found
+        if found.place is Place.UNKNOWN and (not self._conventions.project_callers or self._references(function)):
+            return UNKNOWN  # a public function's callers here that disagree, or none: not yet known
+        position = _position(function, name, bound=method)
+        local = exported(found) if found.place is not Place.UNKNOWN else None
+        query = PlacementQuery("callers", function.name, class_name or "", local=local, parameter=(name, position))
         return self._ask(query)  # type: ignore[attr-defined]
+
+    def argument_at(self, caller: str, line: int, callee: str, parameter: Tuple[str, int]) -> object:
+        """Where the argument lives that the call of `callee` on line `line` of function `caller` (a qualname:
+        `Runner.forward`) passes for `parameter` (its name, and its position, -1 for keyword only): a
+        `Placement`, `NOT_PASSED` when the call passes no tensor there, or None when the call or its argument
+        is not to be seen (no one call there, `*args` or `**kwargs`)."""
+        owner, _, name = caller.rpartition(".")
+        function = self._methods_of_class(owner).get(name) if owner else self._functions.get(name)
+        if function is None:
+            return None
+        calls = [
+            node for node in own_nodes(function, [line])
+            if isinstance(node, ast.Call) and node.lineno == line and last_name(node.func) == callee
+        ]
+        if len(calls) != 1:
+            return None
+        argument = _argument_at(calls[0], *parameter)
+        if argument is _HIDDEN:
+            return None
+        if argument is NOT_PASSED or isinstance(argument, ast.Constant):
+            return NOT_PASSED
+        scope = self.scope(self._names_for(function, owner or None), owner or None, function)  # type: ignore
+        placed = placement_of(argument, scope, 1)  # type: ignore[arg-type]
+        return placed.via(_passed(calls[0], parameter[0], argument, function))
+
+    def _methods_of_class(self, class_name: str) -> Dict[str, FunctionNode]:
+        node = self._classes.get(class_name)
+        body = node.body if node is not None else []
+        return {f.name: f for f in body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
     def _passed(self, function: FunctionNode, class_name: Optional[str], name: str, depth: int) -> Placement:
         sites = self._callers(function, class_name)
@@ -88,7 +124,7 @@ class CallerArguments:
             argument = _argument(call, function, name, bound=class_name is not None)
             if argument is _HIDDEN:
                 return UNKNOWN
-            if argument is _NOT_PASSED or isinstance(argument, ast.Constant):
+            if argument is NOT_PASSED or isinstance(argument, ast.Constant):
                 continue
             scope = self.scope(self._names_for(caller, owner), owner, caller)  # type: ignore[attr-defined]
             placed = placement_of(argument, scope, depth + 1)  # type: ignore[arg-type]
@@ -109,9 +145,7 @@ class CallerArguments:
         """The calls of `function` in this module, when they are all the places its name is written (its
         `def` aside); else empty. The name is found in the source text first, so only the functions that
         write it are walked."""
-        rows = [row for row, offset in self._places_naming(function.name) if not self._in_prose(row, offset)]
-        if function.lineno in rows:
-            rows.remove(function.lineno)  # its `def`
+        rows = self._references(function)
         if not rows:
             return []
         sites: List[_Site] = []
@@ -125,6 +159,13 @@ class CallerArguments:
             if not all(o is not None and self._method_of(o, function.name)[0] is function for _, o, _ in sites):
                 return []
         return sites
+
+    def _references(self, function: FunctionNode) -> List[int]:
+        """The line of each place the module's code writes `function`'s name, its `def` aside."""
+        rows = [row for row, offset in self._places_naming(function.name) if not self._in_prose(row, offset)]
+        if function.lineno in rows:
+            rows.remove(function.lineno)
+        return rows
 
     def _places_naming(self, name: str) -> List[Tuple[int, int]]:
         """The line and offset in the source of each place that writes the identifier `name`."""
@@ -147,8 +188,9 @@ class CallerArguments:
         around = [s for s in strings if _spans(s, row, column)]
         if around:
             return all(isinstance(s, ast.Constant) and " " in s.value for s in around)
-        hashes = (len(line[:at].encode("utf-8")) for at, char in enumerate(line) if char == "#" and at < offset - starts[row - 1])
-        return any(not any(_spans(s, row, h) for s in strings) for h in hashes)
+        before = line[: offset - starts[row - 1]]
+        hashes = (len(before[:at].encode("utf-8")) for at, char in enumerate(before) if char == "#")
+        return any(not any(_spans(s, row, h) for s in strings) for h in hashes)  # a `#` that starts a comment
 
     def _line_starts(self) -> List[int]:
         if self._starts is None:
@@ -224,21 +266,33 @@ def _is_self(expr: ast.expr, caller: FunctionNode) -> bool:
 
 def _argument(call: ast.Call, function: FunctionNode, name: str, bound: bool) -> object:
     """The expression `call` passes `function`'s parameter `name` (the first parameter bound to the receiver
-    when `bound`), `_NOT_PASSED`, or `_HIDDEN`."""
-    args = function.args
-    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
-    if bound and not _is_static(function):
-        positional = positional[1:]
+    when `bound`), `NOT_PASSED`, or `_HIDDEN`."""
+    return _argument_at(call, name, _position(function, name, bound))
+
+
+def _argument_at(call: ast.Call, name: str, position: int) -> object:
+    """The expression `call` passes the parameter `name` that it may pass at `position` (-1: only by keyword),
+    `NOT_PASSED`, or `_HIDDEN`."""
     for keyword in call.keywords:
         if keyword.arg == name:
             return keyword.value
     if any(isinstance(a, ast.Starred) for a in call.args):
         return _HIDDEN
-    if name in positional and positional.index(name) < len(call.args):
-        return call.args[positional.index(name)]
+    if 0 <= position < len(call.args):
+        return call.args[position]
     if any(keyword.arg is None for keyword in call.keywords):
         return _HIDDEN
-    return _NOT_PASSED
+    return NOT_PASSED
+
+
+def _position(function: FunctionNode, name: str, bound: bool) -> int:
+    """Where a call passes parameter `name` of `function` by position (the receiver aside, when `bound`); -1 for
+    a parameter passed only by keyword."""
+    args = function.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if bound and not _is_static(function):
+        positional = positional[1:]
+    return positional.index(name) if name in positional else -1
 
 
 def _is_static(function: FunctionNode) -> bool:

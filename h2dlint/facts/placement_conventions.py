@@ -30,6 +30,7 @@ SIBLING = "placement-sibling-host-mirror"
 NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
 FROM_MODULE_CALLERS = "placement-parameter-from-module-callers"
+FROM_PROJECT_CALLERS = "placement-parameter-from-project-callers"
 MASK_NAMES = "placement-name-mask-index"
 SUBMODULE = "placement-submodule-output"
 CONFIGURED_HOST = "`host-tensors`"
@@ -51,6 +52,7 @@ class Conventions:
     named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
     public_from_callers: bool = False  # `placement-parameter-from-module-callers`: public functions too
+    project_callers: bool = False  # `placement-parameter-from-project-callers`: their calls in other files too
     mask_names: Tuple[str, ...] = ()  # `placement-name-mask-index`: the kind of an index, for `rules.mask_indexing`
     # `placement-submodule-output` (`facts.placement_returns`): None when off, else the classes it leaves out
     submodule_exceptions: Optional[Tuple[str, ...]] = None
@@ -194,6 +196,7 @@ def conventions_from(settings: Settings) -> Conventions:
         named_like_class=settings.enabled(NAMED_LIKE_CLASS),
         parameter_from_callers=settings.enabled(FROM_CALLERS),
         public_from_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_MODULE_CALLERS),
+        project_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_PROJECT_CALLERS),
         mask_names=patterns(MASK_NAMES),
         submodule_exceptions=BY_ID[SUBMODULE].exceptions if settings.enabled(SUBMODULE) else None,
     )

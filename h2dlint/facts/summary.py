@@ -173,6 +173,7 @@ class PlacementQuery:
     mirror: bool = False
     written: str = ""  # the attribute as written (`meta.seq_lens`), for a remedy that names its mirror
     local: Optional[ExportedPlacement] = None  # "callers": the answer when the module's calls are all the calls
+    parameter: Tuple[str, int] = ("", -1)  # "callers": the parameter, and where a call passes it by position
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,8 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
         self._miss_edges: Dict[Key, List[Key]] = {}
         self._branch_edges: Dict[Key, List[Key]] = {}
         self._callers: Dict[Key, List[Tuple[Key, bool]]] = {}
+        self._call_sites: Dict[Key, List[Tuple[str, CallRef]]] = {}  # each call that may reach a function
+        self._named_calls: Dict[Tuple[str, str], List[List[Key]]] = {}  # (module, name) -> what each call reaches
         self._loop_calls: List[Tuple[str, CallRef, List[Key]]] = []
         self._resolved: Dict[Tuple[str, str, str, str, Optional[str], Optional[Tuple[str, ...]], bool], List[Key]] = {}
         self._looked_up: Dict[Tuple[str, str], Optional[Tuple[str, Optional[str]]]] = {}
@@ -115,6 +117,9 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
             targets = self._resolved[memo] = self._resolve(module, call)
         for target in targets:
             self._callers.setdefault(target, []).append(((module, call.caller), bool(call.one_time)))
+            self._call_sites.setdefault(target, []).append((module, call))
+        if not call.reads_attribute:
+            self._named_calls.setdefault((module, call.name), []).append(targets)
         if not targets or call.one_time:
             return
         edges = edges_for(call, self._edges, self._miss_edges, self._branch_edges)
@@ -156,6 +161,14 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
 
     def summary(self, module: str) -> Optional[ModuleSummary]:
         return self._modules.get(module)
+
+    def call_sites(self, key: Key) -> List[Tuple[str, CallRef]]:
+        """The calls of the project that may reach function `key`, with the module of each."""
+        return self._call_sites.get(key, [])
+
+    def calls_named(self, module: str, name: str) -> List[List[Key]]:
+        """What each call of `module` whose callee is named `name` may reach (empty: not resolved)."""
+        return self._named_calls.get((module, name), [])
 
     def function(self, key: Key) -> Optional[FunctionInfo]:
         summary = self._modules.get(key[0])

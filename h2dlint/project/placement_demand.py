@@ -22,11 +22,16 @@ from typing import TYPE_CHECKING, Dict, Iterable, Optional, Set, Union
 
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
-from h2dlint.facts.summary import PlacementExports
+from h2dlint.facts.summary import CallRef, ExportedPlacement, PlacementExports, PlacementQuery
 from h2dlint.project.cache import Cache, content_key
+from h2dlint.project.placement_passed import NOT_PASSED
+
+CALLS_ASKED = "\0calls"  # marks a file in `asked` whose calls' arguments were asked, not only its exports
 
 if TYPE_CHECKING:  # `concurrent.futures` costs a warm run, which works nothing out, ~20 ms to import
     from concurrent.futures import Future
+
+    from h2dlint.facts.placement_summary import ModulePlacements
 
 _NOTHING = PlacementExports()
 
@@ -45,6 +50,7 @@ class DemandedExports:
         self._paths = paths
         self._keys = keys
         self._found: Dict[str, PlacementExports] = {}
+        self._placements: Dict[str, Optional["ModulePlacements"]] = {}  # by module: for `argument`
         # By module: what `prefetch` found in the cache, or is working out.
         self._pending: Dict[str, "Union[PlacementExports, Future[Optional[PlacementExports]]]"] = {}
         self._pool = None
@@ -55,6 +61,33 @@ class DemandedExports:
         if found is None:
             found = self._found[module] = self._exports_of(module)
         return found
+
+    def argument(self, module: str, call: CallRef, query: PlacementQuery) -> Optional[ExportedPlacement]:
+        """What `call`, made in `module`, passes for the parameter `query` asks about (`NOT_PASSED` for no
+        tensor); None where that is not known. Worked out from the file, whose placement knowledge the run
+        keeps for its other calls; the run remembers the file as asked for its calls (`CALLS_ASKED`)."""
+        path = self._paths[module]
+        key = self._keys.get(path)
+        if key is None:
+            return None
+        self.asked.add(os.path.abspath(path) + CALLS_ASKED)
+        if module not in self._placements:
+            self._placements[module] = placements_of_file(path, key, self._settings)
+        placements = self._placements[module]
+        if placements is None:
+            return None
+        from h2dlint.facts.placement_callers import NOT_PASSED as NOT_PASSED_HERE  # as the analyzer: not warm
+        from h2dlint.facts.placement_exports import exported
+        from h2dlint.facts.placement_values import Placement
+        from h2dlint.facts.recursion import with_room_to_recurse
+
+        try:
+            found = with_room_to_recurse(placements.argument_at, call.caller, call.line, query.name, query.parameter)
+        except Exception:  # a bug in h2dlint, or too deep: the argument stays unknown, so nothing is reported
+            return None
+        if found is NOT_PASSED_HERE:
+            return NOT_PASSED
+        return exported(found) if isinstance(found, Placement) else None
 
     def prefetch(self, modules: Iterable[str], workers: int) -> None:
         """Start working out the exports of `modules` that the cache does not hold, in `workers` processes;
@@ -125,14 +158,34 @@ def _stored_in(cache: Optional[Cache], key: str, found: Optional[PlacementExport
     return found
 
 
-def exports_of_file(path: str, key: str, settings: Settings) -> Optional[PlacementExports]:
-    """The exports of the file at `path` if its content still has the content key `key`; else None."""
+def placements_of_file(path: str, key: str, settings: Settings) -> Optional["ModulePlacements"]:
+    """The placement knowledge of the file at `path`, if its content still has the content key `key`."""
+    text = _text_of(path, key)
+    if text is None:
+        return None
+    from h2dlint.checker.analyzer import module_placements  # as for the exports: not on a warm run
+
+    try:
+        return module_placements(text, settings)
+    except Exception:  # a bug in h2dlint: the file's calls stay unknown, so nothing is reported from them
+        return None
+
+
+def _text_of(path: str, key: str) -> Optional[str]:
+    """The text of the file at `path`, if its content still has the content key `key`."""
     try:
         data = read_bytes(path)
         if content_key(data) != key:
             return None
-        text = decode_source(path, data).text
+        return decode_source(path, data).text
     except SourceError:
+        return None
+
+
+def exports_of_file(path: str, key: str, settings: Settings) -> Optional[PlacementExports]:
+    """The exports of the file at `path` if its content still has the content key `key`; else None."""
+    text = _text_of(path, key)
+    if text is None:
         return None
     from h2dlint.checker.analyzer import placement_exports  # as in `summaries.summarize_source`: not on a warm run
 

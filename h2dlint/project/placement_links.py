@@ -32,7 +32,8 @@ from h2dlint.project.cache import Cache, LastRun, Stat
 from h2dlint.project.files import Candidate
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.index import ProjectGraph
-from h2dlint.project.placement_demand import DemandedExports, worked_out
+from h2dlint.project.placement_demand import CALLS_ASKED, DemandedExports, worked_out
+from h2dlint.project.placement_passed import ProjectCallers
 from h2dlint.rules.device_to_host import mirror_remedy
 
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
@@ -112,7 +113,7 @@ class PlacementLinks:
         if (module, query) in asked or len(asked) >= _MAX_LINKS:
             return None
         if query.kind == "callers":
-            return self._only_called_in(module, query)
+            return self._only_called_in(module, query) or self._called_in_project(module, query, origin, asked)
         found = self._definition(module, query)
         if found is None:
             return None
@@ -138,6 +139,20 @@ class PlacementLinks:
         local = query.local
         evidence = f"{local.evidence}, and no other file of the project calls `{query.name}`"
         return ExportedPlacement(local.place, evidence, local.chain, mirror=local.mirror)
+
+    def _called_in_project(
+        self, module: str, query: PlacementQuery, origin: str, asked: _Asked
+    ) -> Optional[ExportedPlacement]:
+        """A public function's parameter by every call of it in the project (`project.placement_passed`)."""
+        argument = getattr(self._exports, "argument", None)
+        if argument is None or not query.parameter[0]:
+            return None
+        callers = ProjectCallers(self._graph, self._modules, argument)
+        deeper = asked | {(module, query)}
+        return callers.passed(
+            module, query, lambda where, pending: self.answer(where, pending, origin, deeper),
+            lambda where: os.path.relpath(os.path.abspath(self._paths.get(where, where)), origin),
+        )
 
     def _named_elsewhere(self, module: str, name: str) -> bool:
         if self._callers_of is None:
@@ -296,6 +311,8 @@ def _exports_changed(
     changed, or its exports did, where the last run asked for them (one it did not ask still answers
     nothing: the questions and where they lead are as they were)."""
     full = os.path.abspath(path)
+    if full + CALLS_ASKED in last.asked:
+        return True  # what its calls pass placed another file's parameter: worked out again, not compared
     old = cache.load_summary(last.stats[full][1])
     if not isinstance(old, FileSummary) or _read_by_others(old) != _read_by_others(new):
         return True

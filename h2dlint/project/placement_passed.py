@@ -1,0 +1,102 @@
+"""Where a public function's parameter lives, from every call of it in the project
+(`placement-parameter-from-project-callers`).
+
+`def read(lens): ... lens.max().item()` in `ops.py` says nothing of `lens`; `read(batch.seq_lens_gpu)` in
+`runner.py`, its one call, does. A file asks the project ("callers", `facts.placement_callers`) for a public
+function or method that its own module calls nowhere, or calls with agreeing arguments (`PlacementQuery.local`).
+The project answers with what every call in the other files passes, where it sees them all:
+- every other file that calls a function or method of that name, or imports the name, has each of those calls
+  resolved by the index (`ProjectGraph`) to this function alone, or to functions that are not it (another
+  class's method of the same name); one that may reach it among others, or that nothing resolves, or an
+  import with no call (a callback), leaves the parameter unknown;
+- a method called on its class (`Runner.update(runner, x)`) binds no receiver, so its arguments are not
+  counted as a method call's are: unknown too;
+- each call's file says what it passes there (`ModulePlacements.argument_at`, worked out when asked:
+  `placement_demand.DemandedExports.argument`), as for one of its own calls; an argument that is a question
+  of its own (the caller's parameter, a field of an object of known class) is asked in turn, up to
+  `placement_links._MAX_LINKS` files deep;
+- the answers agree, one place for every call: else unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Dict, List, Optional, Tuple
+
+from h2dlint.facts.heat import Key
+from h2dlint.facts.summary import CallKind, CallRef, ExportedPlacement, ModuleSummary, PlacementQuery
+from h2dlint.project.index import ProjectGraph
+
+Answer = Callable[[str, PlacementQuery], Optional[ExportedPlacement]]  # a nested question, asked in a module
+NOT_PASSED = ExportedPlacement("not passed")  # the call passes no tensor for the parameter
+
+
+class ProjectCallers:
+    """The calls of a public function in the project's other files, and what they pass."""
+
+    def __init__(
+        self, graph: ProjectGraph, modules: Dict[str, ModuleSummary],
+        argument: Callable[[str, CallRef, PlacementQuery], Optional[ExportedPlacement]],
+    ) -> None:
+        """`argument(module, call, query)`: what `call`, made in `module`, passes for `query.parameter`
+        (`NOT_PASSED`, or None where not known)."""
+        self._graph = graph
+        self._modules = modules
+        self._argument = argument
+
+    def passed(
+        self, module: str, query: PlacementQuery, answer: Answer, path_of: Callable[[str], str]
+    ) -> Optional[ExportedPlacement]:
+        """Where parameter `query.parameter` of the function `query` names, defined in `module`, lives by every
+        call of it (those of its own module as `query.local` says); None when not every call is in sight or the
+        calls disagree. `path_of` gives a module's file as the evidence names it."""
+        sites = self._other_calls(module, query)
+        if sites is None or not sites:
+            return None  # no other file calls it: its own module's calls, if any, are all (`_only_called_in`)
+        found = [query.local] if query.local is not None else []
+        for caller_module, call in sites:
+            passed = self._argument(caller_module, call, query)
+            if passed is None:
+                return None
+            if passed is NOT_PASSED:
+                continue
+            chain = tuple(f"{path_of(caller_module)}: {step}" for step in passed.chain)
+            if passed.pending is not None:
+                deeper = answer(caller_module, passed.pending)
+                if deeper is None:
+                    return None
+                passed = replace(deeper, chain=chain + deeper.chain)
+            else:
+                passed = replace(passed, chain=chain)
+            found.append(passed)
+        if not found or len({placed.place for placed in found}) != 1:
+            return None
+        files = sorted({path_of(where) for where, _ in sites})
+        shown = ", ".join(f"`{f}`" for f in files[:2]) + (f" and {len(files) - 2} more files" if len(files) > 2 else "")
+        calls = f"at every call of `{query.name}(...)` in the project (from {shown})"
+        return ExportedPlacement(found[0].place, f"is, {calls}, a tensor that {found[0].evidence}", found[0].chain)
+
+    def _other_calls(self, module: str, query: PlacementQuery) -> Optional[List[Tuple[str, CallRef]]]:
+        """The calls in other modules that reach the function, where they are all its references there."""
+        key: Key = (module, f"{query.owner}.{query.name}" if query.owner else query.name)
+        if self._graph.function(key) is None:
+            return None
+        for other, summary in self._modules.items():
+            if other != module and not self._only_reach_it_seen(other, summary, query.name, key):
+                return None
+        sites = [(where, call) for where, call in self._graph.call_sites(key) if where != module]
+        if query.owner and any(call.kind is CallKind.ATTR for _, call in sites):
+            return None  # `Runner.update(runner, x)`: no receiver is bound
+        return sites
+
+    def _only_reach_it_seen(self, module: str, summary: ModuleSummary, name: str, key: Key) -> bool:
+        """Whether every call in `module` of something named `name` reaches `key` alone or does not reach it,
+        and the module names it nowhere else that the summary shows (an import with no call)."""
+        called = name in summary.called_names
+        imported = any(target.rpartition(".")[2] == name for target in summary.imports.values())
+        if not called and not imported:
+            return True
+        resolved = self._graph.calls_named(module, name)
+        if not resolved:
+            return False
+        return all(targets and (key not in targets or len(targets) == 1) for targets in resolved)
