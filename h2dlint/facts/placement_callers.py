@@ -55,6 +55,7 @@ class CallerArguments:
     _source: str
     _module: ast.Module
     _starts: Optional[List[int]]
+    _references_of: Dict[int, List[int]]  # by id of the function node
     _exporting: bool
     _top_level: Optional[List[Tuple[FunctionNode, Optional[str]]]]
 
@@ -145,7 +146,7 @@ class CallerArguments:
         """The calls of `function` in this module, when they are all the places its name is written (its
         `def` aside); else empty. The name is found in the source text first, so only the functions that
         write it are walked."""
-        rows = self._references(function)
+        rows = [row for row, _ in self._written(function)]
         if not rows:
             return []
         sites: List[_Site] = []
@@ -153,19 +154,27 @@ class CallerArguments:
             for node in own_nodes(caller, rows):
                 if isinstance(node, ast.Call) and _calls_named(node.func, function.name, caller, class_name):
                     sites.append((caller, owner, node))
-        if len(sites) != len(rows):
-            return []  # another reference, a call in a nested function, `obj._m()`, a string or a comment
+        if len(sites) != len(rows) and len(sites) != len(self._references(function)):
+            return []  # another reference, a call in a nested function, `obj._m()`, a string that may name it
         if class_name is not None:  # `self._m(...)` in a subclass here that overrides `_m` calls its own
             if not all(o is not None and self._method_of(o, function.name)[0] is function for _, o, _ in sites):
                 return []
         return sites
 
     def _references(self, function: FunctionNode) -> List[int]:
-        """The line of each place the module's code writes `function`'s name, its `def` aside."""
-        rows = [row for row, offset in self._places_naming(function.name) if not self._in_prose(row, offset)]
-        if function.lineno in rows:
-            rows.remove(function.lineno)
-        return rows
+        """The line of each place the module's code writes `function`'s name, its `def`, comments and prose
+        aside (worked out once: telling prose from code looks into the module's tree)."""
+        found = self._references_of.get(id(function))
+        if found is None:
+            written = self._written(function)  # most public functions are written nowhere else: no tree to look into
+            found = self._references_of[id(function)] = [row for row, at in written if not self._in_prose(row, at)]
+        return found
+
+    def _written(self, function: FunctionNode) -> List[Tuple[int, int]]:
+        """The line and offset of each place the source writes `function`'s name, its `def` aside."""
+        places = self._places_naming(function.name)
+        at_def = next((place for place in places if place[0] == function.lineno), None)
+        return [place for place in places if place is not at_def]
 
     def _places_naming(self, name: str) -> List[Tuple[int, int]]:
         """The line and offset in the source of each place that writes the identifier `name`."""

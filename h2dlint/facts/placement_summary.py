@@ -65,6 +65,7 @@ class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordF
         self._source = source
         self._module = module
         self._starts: Optional[List[int]] = None
+        self._references_of: Dict[int, List[int]] = {}
         self._exporting = False
         self._top_level = None
         self._module_scope = module_scope

@@ -81,6 +81,7 @@ class PlacementLinks:
         self._stored_anywhere: Optional[FrozenSet[str]] = None
         self._imported_names: FrozenSet[str] = frozenset()  # the last name of everything a module imports
         self._callers_of: Optional[Counter[str]] = None  # how many modules call each name
+        self._callers: Optional[ProjectCallers] = None  # for a public function's callers in other files
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
         """`file` with each pending site whose question the project answers with a placement its rule
@@ -147,9 +148,10 @@ class PlacementLinks:
         argument = getattr(self._exports, "argument", None)
         if argument is None or not query.parameter[0]:
             return None
-        callers = ProjectCallers(self._graph, self._modules, argument)
+        if self._callers is None:
+            self._callers = ProjectCallers(self._graph, self._modules, argument)
         deeper = asked | {(module, query)}
-        return callers.passed(
+        return self._callers.passed(
             module, query, lambda where, pending: self.answer(where, pending, origin, deeper),
             lambda where: os.path.relpath(os.path.abspath(self._paths.get(where, where)), origin),
         )

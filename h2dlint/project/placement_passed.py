@@ -43,6 +43,7 @@ class ProjectCallers:
         self._graph = graph
         self._modules = modules
         self._argument = argument
+        self._namers: Optional[Dict[str, List[str]]] = None
 
     def passed(
         self, module: str, query: PlacementQuery, answer: Answer, path_of: Callable[[str], str]
@@ -81,22 +82,26 @@ class ProjectCallers:
         key: Key = (module, f"{query.owner}.{query.name}" if query.owner else query.name)
         if self._graph.function(key) is None:
             return None
-        for other, summary in self._modules.items():
-            if other != module and not self._only_reach_it_seen(other, summary, query.name, key):
+        for other in self._naming(query.name):
+            if other != module and not self._only_reach_it_seen(other, query.name, key):
                 return None
         sites = [(where, call) for where, call in self._graph.call_sites(key) if where != module]
         if query.owner and any(call.kind is CallKind.ATTR for _, call in sites):
             return None  # `Runner.update(runner, x)`: no receiver is bound
         return sites
 
-    def _only_reach_it_seen(self, module: str, summary: ModuleSummary, name: str, key: Key) -> bool:
-        """Whether every call in `module` of something named `name` reaches `key` alone or does not reach it,
-        and the module names it nowhere else that the summary shows (an import with no call)."""
-        called = name in summary.called_names
-        imported = any(target.rpartition(".")[2] == name for target in summary.imports.values())
-        if not called and not imported:
-            return True
+    def _naming(self, name: str) -> List[str]:
+        """The modules that call something named `name` or import that name (indexed on first use)."""
+        if self._namers is None:
+            self._namers = {}
+            for module, summary in self._modules.items():
+                imported = {target.rpartition(".")[2] for target in summary.imports.values()}
+                for named in imported | set(summary.called_names):
+                    self._namers.setdefault(named, []).append(module)
+        return self._namers.get(name, [])
+
+    def _only_reach_it_seen(self, module: str, name: str, key: Key) -> bool:
+        """Whether every call in `module` of something named `name` reaches `key` alone or does not reach it; a
+        module that names it with no call resolved (an import alone, say) may reach it unseen."""
         resolved = self._graph.calls_named(module, name)
-        if not resolved:
-            return False
-        return all(targets and (key not in targets or len(targets) == 1) for targets in resolved)
+        return bool(resolved) and all(targets and (key not in targets or len(targets) == 1) for targets in resolved)
