@@ -114,7 +114,8 @@ PLACEMENT_SOURCES = """
         file constructs the class or stores the field), the return values of the module's functions and methods,
         what a submodule the class builds returns (`self.proj(x)` with `self.proj = Linear(...)`: on the device), a
         parameter of a private function (`_pack`, `self._pack`) where every call of it in the module passes it (of a
-        public one too, where no other file of the project calls or imports its name), and a
+        public one too, where no other file of the project calls or imports its name, or where every call of it in
+        the other files resolves to it and shows what it passes), and a
         branch that tests the device
         (inside `if x.is_cuda:` or `... if x.device.type != "cpu" else ...`, `x` is on the device; where a test
         names the CPU, on the host; the `else` of `x.is_cuda` says nothing, since XPU and NPU tensors are not CUDA
