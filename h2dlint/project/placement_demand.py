@@ -54,7 +54,7 @@ class DemandedExports:
         # By module: what `prefetch` found in the cache, or is working out.
         self._pending: Dict[str, "Union[PlacementExports, Future[Optional[PlacementExports]]]"] = {}
         self._pool = None
-        self.asked: Set[str] = set()  # the files asked, by absolute path
+        self.asked: Set[str] = set()  # the files asked, by absolute path (+ `CALLS_ASKED` for their calls)
 
     def __call__(self, module: str) -> PlacementExports:
         found = self._found.get(module)

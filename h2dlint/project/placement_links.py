@@ -12,6 +12,9 @@ site then becomes the variant for the answer, with the evidence naming the other
 `make_ids()` (pkg/ids.py), where it is built on the host by `torch.zeros(...)` at line 3"), or stays pending:
 never reported. A file checked alone (flake8 without a project, `--isolated-files` on one file) has no one to
 ask, so its pending sites are never reported there either.
+
+A public function's parameter ("callers") is answered by its own module's calls where no other file names the
+function, else by what every call of it in the other files passes (`project.placement_passed`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from h2dlint.project.files import Candidate
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.placement_demand import CALLS_ASKED, DemandedExports, worked_out
-from h2dlint.project.placement_passed import ProjectCallers
+from h2dlint.project.placement_passed import Arguments, ProjectCallers
 from h2dlint.rules.device_to_host import mirror_remedy
 
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
@@ -70,14 +73,16 @@ class PlacementLinks:
 
     def __init__(
         self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], paths: Dict[str, str],
-        exports: Callable[[str], PlacementExports],
+        exports: Callable[[str], PlacementExports], arguments: Optional[Arguments] = None,
     ) -> None:
         """`modules` and `paths` (the file of each module, as the run names it) by module name, as in `graph`;
-        `exports` gives a module's exports (`placement_demand.DemandedExports`)."""
+        `exports` gives a module's exports, `arguments` what a call of a module passes
+        (`placement_demand.DemandedExports` and its `argument`; without it, no call in another file is seen)."""
         self._graph = graph
         self._modules = modules
         self._paths = paths
         self._exports = exports
+        self._arguments = arguments
         self._stored_anywhere: Optional[FrozenSet[str]] = None
         self._imported_names: FrozenSet[str] = frozenset()  # the last name of everything a module imports
         self._callers_of: Optional[Counter[str]] = None  # how many modules call each name
@@ -145,11 +150,10 @@ class PlacementLinks:
         self, module: str, query: PlacementQuery, origin: str, asked: _Asked
     ) -> Optional[ExportedPlacement]:
         """A public function's parameter by every call of it in the project (`project.placement_passed`)."""
-        argument = getattr(self._exports, "argument", None)
-        if argument is None or not query.parameter[0]:
+        if self._arguments is None or not query.parameter[0]:
             return None
         if self._callers is None:
-            self._callers = ProjectCallers(self._graph, self._modules, argument)
+            self._callers = ProjectCallers(self._graph, self._modules, self._arguments)
         deeper = asked | {(module, query)}
         return self._callers.passed(
             module, query, lambda where, pending: self.answer(where, pending, origin, deeper),
@@ -297,7 +301,7 @@ def relink(
     modules = {path: heat[os.path.abspath(path)][0] for path in summaries}
     by_module, paths = {modules[p]: f.summary for p, f in summaries.items()}, {m: p for p, m in modules.items()}
     demand = DemandedExports(settings, cache, paths, {p: stats[os.path.abspath(p)][1] for p in summaries})
-    links = PlacementLinks(ProjectGraph(by_module, paths), by_module, paths, demand)
+    links = PlacementLinks(ProjectGraph(by_module, paths), by_module, paths, demand, demand.argument)
     for path, file in summaries.items():
         if has_pending(file):
             module, file_heat = heat[os.path.abspath(path)]

@@ -28,18 +28,16 @@ from h2dlint.facts.summary import CallKind, CallRef, ExportedPlacement, ModuleSu
 from h2dlint.project.index import ProjectGraph
 
 Answer = Callable[[str, PlacementQuery], Optional[ExportedPlacement]]  # a nested question, asked in a module
+# What a call made in a module passes for the parameter a question names (`NOT_PASSED`; None: not known)
+Arguments = Callable[[str, CallRef, PlacementQuery], Optional[ExportedPlacement]]
 NOT_PASSED = ExportedPlacement("not passed")  # the call passes no tensor for the parameter
 
 
 class ProjectCallers:
     """The calls of a public function in the project's other files, and what they pass."""
 
-    def __init__(
-        self, graph: ProjectGraph, modules: Dict[str, ModuleSummary],
-        argument: Callable[[str, CallRef, PlacementQuery], Optional[ExportedPlacement]],
-    ) -> None:
-        """`argument(module, call, query)`: what `call`, made in `module`, passes for `query.parameter`
-        (`NOT_PASSED`, or None where not known)."""
+    def __init__(self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], argument: Arguments) -> None:
+        """`argument(module, call, query)`: what `call`, made in `module`, passes for `query.parameter`."""
         self._graph = graph
         self._modules = modules
         self._argument = argument

@@ -173,7 +173,7 @@ def analyse(
         demand.prefetch(first_asked(graph, summaries, files, pending), workers)
     try:
         heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
-        links, results, resolved = PlacementLinks(graph, summaries, files, demand), [], {}
+        links, results, resolved = PlacementLinks(graph, summaries, files, demand, demand.argument), [], {}
         for candidate in candidates:
             outcome = outcomes.get(candidate.path, candidate.error)
             if isinstance(outcome, str) or outcome is None:
