@@ -39,12 +39,19 @@ from h2dlint.facts.syntax import last_name
 from h2dlint.facts.summary import PlacementQuery
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling function, its class, the call
+IMPLICITLY_CALLED = frozenset({"forward"})  # `nn.Module.__call__` runs it
 NOT_PASSED = object()  # the call leaves the parameter to its default (or, as `argument_at` says, passes a constant)
 _HIDDEN = object()  # `*args` or `**kwargs` may pass it
 
 
 def is_private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
+
+
+def is_called_unseen(name: str) -> bool:
+    """Whether Python or PyTorch calls a method of this name where no call names it: a module's `forward` runs
+    from `module(x)`, a dunder from syntax (`obj(x)`, `a + b`). The calls that name it are not all its calls."""
+    return name in IMPLICITLY_CALLED or (name.startswith("__") and name.endswith("__"))
 
 
 class CallerArguments:
@@ -69,7 +76,7 @@ class CallerArguments:
             return UNKNOWN  # what other files are told (`exports`) does not rest on a question of its own
         if function is None or not self._conventions.parameter_from_callers:
             return UNKNOWN
-        if not private and not self._conventions.public_from_callers:
+        if not private and (not self._conventions.public_from_callers or is_called_unseen(function.name)):
             return UNKNOWN
         method = class_name is not None
         if method and self._method_of(class_name, function.name)[0] is not function:  # type: ignore[arg-type]
@@ -80,12 +87,17 @@ class CallerArguments:
         found = self._summary(key, lambda: self._passed(function, class_name, name, depth))
         if private:
             return found
-        if found.place is Place.UNKNOWN and (not self._conventions.project_callers or self._references(function)):
+        if found.place is Place.UNKNOWN and not self._asks_project(function):
             return UNKNOWN  # a public function's callers here that disagree, or none: not yet known
         position = _position(function, name, bound=method)
         local = exported(found) if found.place is not Place.UNKNOWN else None
         query = PlacementQuery("callers", function.name, class_name or "", local=local, parameter=(name, position))
         return self._ask(query)  # type: ignore[attr-defined]
+
+    def _asks_project(self, function: FunctionNode) -> bool:
+        """Whether what other files' calls pass may place a parameter of public `function`, which this module
+        never names (`placement-parameter-from-project-callers`)."""
+        return self._conventions.project_callers and not self._references(function)
 
     def argument_at(self, caller: str, line: int, callee: str, parameter: Tuple[str, int]) -> object:
         """Where the argument lives that the call of `callee` on line `line` of function `caller` (a qualname:

@@ -84,9 +84,16 @@ class ProjectCallers:
             if other != module and not self._only_reach_it_seen(other, query.name, key):
                 return None
         sites = [(where, call) for where, call in self._graph.call_sites(key) if where != module]
-        if query.owner and any(call.kind is CallKind.ATTR for _, call in sites):
+        if query.owner and any(self._on_class(where, call) for where, call in sites):
             return None  # `Runner.update(runner, x)`: no receiver is bound
         return sites
+
+    def _on_class(self, module: str, call: CallRef) -> bool:
+        """Whether `call` (`X.m(...)`) calls a method on a class, as `X` names one in `module`, not on an object."""
+        if call.kind is not CallKind.ATTR or call.receiver is not None:
+            return False
+        summary = self._modules[module]
+        return call.owner in summary.classes or call.owner in summary.imports
 
     def _naming(self, name: str) -> List[str]:
         """The modules that call something named `name` or import that name (indexed on first use)."""
