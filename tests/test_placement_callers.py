@@ -361,11 +361,25 @@ def test_a_warm_run_sees_a_calling_file_pass_something_else(tmp_path, run_cli):
 def test_a_modules_forward_is_called_unseen_so_no_call_that_names_it_places_it(tmp_path, run_cli):
     """`model(x)` runs `forward` through `nn.Module.__call__`, and no call names it there: the calls that do
     (`self.forward(...)`, `model.forward(...)`) are not all its calls."""
-    layer = (
-        "import torch\n\n\nclass Layer(torch.nn.Module):\n    def forward(self, lens):\n        return lens.tolist()\n\n"
-        "    def warm(self, dev):\n        return self.forward(torch.zeros(2, device=dev))\n"
-    )
-    caller = "import torch\nfrom pkg.layer import Layer\n\ndef step(layer: Layer, x, dev):\n    return layer.forward(x.to(dev))\n"
+    layer = """\
+import torch
+
+
+class Layer(torch.nn.Module):
+    def forward(self, lens):
+        return lens.tolist()
+
+    def warm(self, dev):
+        return self.forward(torch.zeros(2, device=dev))
+"""
+    caller = """\
+import torch
+from pkg.layer import Layer
+
+
+def step(layer: Layer, x, dev):
+    return layer.forward(x.to(dev))
+"""
     root = demo_package(tmp_path, {"layer": layer, "caller": caller})
     assert project_findings(run_cli, root, "--no-cache") == {}
     renamed = layer.replace("forward", "apply_lens")
