@@ -18,7 +18,7 @@ changed need not.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Dict, Iterable, Optional, Set, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, Optional, Set, TypeVar, Union
 
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # `concurrent.futures` costs a warm run, which works nothing 
     from h2dlint.facts.placement_summary import ModulePlacements
 
 _NOTHING = PlacementExports()
+T = TypeVar("T")
 
 
 class DemandedExports:
@@ -159,37 +160,32 @@ def _stored_in(cache: Optional[Cache], key: str, found: Optional[PlacementExport
 
 
 def placements_of_file(path: str, key: str, settings: Settings) -> Optional["ModulePlacements"]:
-    """The placement knowledge of the file at `path`, if its content still has the content key `key`."""
-    text = _text_of(path, key)
-    if text is None:
-        return None
+    """The placement knowledge of the file at `path`, if its content still has the content key `key`; None also
+    where working it out fails (a bug in h2dlint: the file's calls stay unknown, so nothing is reported)."""
     from h2dlint.checker.analyzer import module_placements  # as for the exports: not on a warm run
 
-    try:
-        return module_placements(text, settings)
-    except Exception:  # a bug in h2dlint: the file's calls stay unknown, so nothing is reported from them
-        return None
+    return _worked_out_from(path, key, lambda text: module_placements(text, settings), None)
 
 
-def _text_of(path: str, key: str) -> Optional[str]:
-    """The text of the file at `path`, if its content still has the content key `key`."""
+def exports_of_file(path: str, key: str, settings: Settings) -> Optional[PlacementExports]:
+    """The exports of the file at `path` if its content still has the content key `key`; else None. Where working
+    them out fails (a bug in h2dlint), nothing: this file's answers stay unknown, so nothing is reported."""
+    from h2dlint.checker.analyzer import placement_exports  # as in `summaries.summarize_source`: not on a warm run
+
+    return _worked_out_from(path, key, lambda text: placement_exports(text, settings), _NOTHING)
+
+
+def _worked_out_from(path: str, key: str, work: Callable[[str], T], failed: T) -> Optional[T]:
+    """`work` of the text of the file at `path`, if its content still has the content key `key` (else None);
+    `failed` where `work` raises."""
     try:
         data = read_bytes(path)
         if content_key(data) != key:
             return None
-        return decode_source(path, data).text
+        text = decode_source(path, data).text
     except SourceError:
         return None
-
-
-def exports_of_file(path: str, key: str, settings: Settings) -> Optional[PlacementExports]:
-    """The exports of the file at `path` if its content still has the content key `key`; else None."""
-    text = _text_of(path, key)
-    if text is None:
-        return None
-    from h2dlint.checker.analyzer import placement_exports  # as in `summaries.summarize_source`: not on a warm run
-
     try:
-        return placement_exports(text, settings)
-    except Exception:  # a bug in h2dlint: this file's answers stay unknown, so nothing is reported from them
-        return _NOTHING
+        return work(text)
+    except Exception:
+        return failed
