@@ -345,6 +345,10 @@ def test_an_argument_that_is_the_callers_own_parameter_is_asked_of_its_callers(t
     message = project_findings(run_cli, root, "--no-cache")[("ops.py", row_of(OPS, "lens.max()"))]
     expected = "(from `middle.py`), a tensor that is, at every call of `relay(...)` in the project (from `top.py`)"
     assert expected in message
+    code, out, err = run_cli("explain", "--select", "HTD2", f"pkg/ops.py:{row_of(OPS, 'lens.max()')}", ".", cwd=root)
+    chain = [line.strip() for line in out.splitlines() if line.strip().startswith("from ")]
+    assert chain[:2] == ["from middle.py: line 5: `read(lens=lens, ...)` in `relay`",
+                         "from top.py: line 5: `relay(lens=x.to(dev), ...)` in `forward`"], out
 
 
 def test_a_warm_run_sees_a_calling_file_pass_something_else(tmp_path, run_cli):

@@ -121,7 +121,10 @@ class CallerArguments:
             return NOT_PASSED
         scope = self.scope(self._names_for(function, owner or None), owner or None, function)  # type: ignore
         placed = placement_of(argument, scope, 1)  # type: ignore[arg-type]
-        return placed.via(_passed(calls[0], parameter[0], argument, function))
+        step = _passed(calls[0], parameter[0], argument, function)
+        if placed.pending is not None:  # the project answers it in turn; `explain` shows the call first
+            return replace(placed, chain=(step(), *placed.chain))
+        return placed.via(step)
 
     def _methods_of_class(self, class_name: str) -> Dict[str, FunctionNode]:
         node = self._classes.get(class_name)
