@@ -540,13 +540,13 @@ def test_explain_names_the_placement_convention_a_finding_rests_on(tmp_path, run
 
 
 def test_explain_says_a_tensor_of_unknown_placement_is_never_reported(tmp_path, run_cli):
-    path = write(tmp_path, "unknown.py", "import torch\n\n\ndef forward(x, dev):\n    return x.to(dev)\n")
+    path = write(tmp_path, "unknown.py", "import torch\n\n\ndef step(x, dev):\n    return x.to(dev)\n")
     off = ("--disable-heuristics", "placement-parameter-from-project-callers")
     code, out, _ = run_cli("explain", *off, f"{path}:5", str(tmp_path))
     assert code == 0 and "which is hot" in out
     assert "unknown is never reported" in out
     code, out, _ = run_cli("explain", f"{path}:5", str(tmp_path))  # asked of the project, which has no call
-    assert code == 0 and "depends on what the calls of `forward()` pass for `x`, in this file and the others" in out
+    assert code == 0 and "depends on what the calls of `step()` pass for `x`, in this file and the others" in out
 
 
 def test_explain_names_the_guard_that_makes_a_site_one_time(tmp_path, run_cli):
