@@ -333,7 +333,8 @@ def test_a_call_elsewhere_that_does_not_show_a_device_tensor_leaves_it_unknown(t
 
 
 def test_a_method_called_on_its_class_binds_no_receiver_and_is_left_unknown(tmp_path, run_cli):
-    other = "import torch\nfrom pkg.ops import Pool\n\ndef g(pool, x, dev):\n    return Pool.free(pool, x.to(dev))\n"
+    # `Pool.free(self, indices)` called on the class: its first argument is the receiver, its second `indices`
+    other = "import torch\nfrom pkg.ops import Pool\n\ndef g(x, dev):\n    return Pool.free(x.to(dev), x.cpu())\n"
     root = demo_package(tmp_path, {"ops": OPS, "runner": RUNNER, "other": other})
     assert ("ops.py", row_of(OPS, "indices.tolist()")) not in project_findings(run_cli, root, "--no-cache")
 
