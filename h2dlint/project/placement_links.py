@@ -20,7 +20,6 @@ function, else by what every call of it in the other files passes (`project.plac
 from __future__ import annotations
 
 import os
-from collections import Counter
 from dataclasses import replace
 from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
@@ -84,8 +83,7 @@ class PlacementLinks:
         self._exports = exports
         self._arguments = arguments
         self._stored_anywhere: Optional[FrozenSet[str]] = None
-        self._imported_names: FrozenSet[str] = frozenset()  # the last name of everything a module imports
-        self._callers_of: Optional[Counter[str]] = None  # how many modules call each name
+        self._namers: Optional[Dict[str, List[str]]] = None  # name -> the modules that call or import it
         self._callers: Optional[ProjectCallers] = None  # for a public function's callers in other files
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
@@ -153,7 +151,7 @@ class PlacementLinks:
         if self._arguments is None or not query.parameter[0]:
             return None
         if self._callers is None:
-            self._callers = ProjectCallers(self._graph, self._modules, self._arguments)
+            self._callers = ProjectCallers(self._graph, self._modules, self._arguments, self._naming)
         deeper = asked | {(module, query)}
         return self._callers.passed(
             module, query, lambda where, pending: self.answer(where, pending, origin, deeper),
@@ -161,14 +159,19 @@ class PlacementLinks:
         )
 
     def _named_elsewhere(self, module: str, name: str) -> bool:
-        if self._callers_of is None:
-            self._imported_names = frozenset(
-                target.rpartition(".")[2] for s in self._modules.values() for target in s.imports.values()
-            )
-            self._callers_of = Counter(called for s in self._modules.values() for called in s.called_names)
-        if name in self._imported_names:
-            return True  # a module imports it (its own module may too: a rare case, read as unknown)
-        return self._callers_of[name] > (name in self._modules[module].called_names)
+        """Whether another module calls or imports `name`, or `module` imports it (a rare case, read as unknown)."""
+        own_imports = (target.rpartition(".")[2] for target in self._modules[module].imports.values())
+        return any(other != module for other in self._naming(name)) or name in own_imports
+
+    def _naming(self, name: str) -> List[str]:
+        """The modules that call something named `name` or import that name (indexed on first use)."""
+        if self._namers is None:
+            self._namers = {}
+            for module, summary in self._modules.items():
+                imported = {target.rpartition(".")[2] for target in summary.imports.values()}
+                for named in imported | set(summary.called_names):
+                    self._namers.setdefault(named, []).append(module)
+        return self._namers.get(name, [])
 
     def _definition(self, module: str, query: PlacementQuery) -> Optional[Tuple[str, Optional[ExportedPlacement], str]]:
         """(the module that defines what `query` asks about, what it exports of it, how the evidence names it)."""

@@ -36,12 +36,16 @@ NOT_PASSED = ExportedPlacement("not passed")  # the call passes no tensor for th
 class ProjectCallers:
     """The calls of a public function in the project's other files, and what they pass."""
 
-    def __init__(self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], argument: Arguments) -> None:
-        """`argument(module, call, query)`: what `call`, made in `module`, passes for `query.parameter`."""
+    def __init__(
+        self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], argument: Arguments,
+        naming: Callable[[str], List[str]],
+    ) -> None:
+        """`argument(module, call, query)`: what `call`, made in `module`, passes for `query.parameter`;
+        `naming(name)`: the modules that call something named `name` or import that name."""
         self._graph = graph
         self._modules = modules
         self._argument = argument
-        self._namers: Optional[Dict[str, List[str]]] = None
+        self._naming = naming
 
     def passed(
         self, module: str, query: PlacementQuery, answer: Answer, path_of: Callable[[str], str]
@@ -94,16 +98,6 @@ class ProjectCallers:
             return False
         summary = self._modules[module]
         return call.owner in summary.classes or call.owner in summary.imports
-
-    def _naming(self, name: str) -> List[str]:
-        """The modules that call something named `name` or import that name (indexed on first use)."""
-        if self._namers is None:
-            self._namers = {}
-            for module, summary in self._modules.items():
-                imported = {target.rpartition(".")[2] for target in summary.imports.values()}
-                for named in imported | set(summary.called_names):
-                    self._namers.setdefault(named, []).append(module)
-        return self._namers.get(name, [])
 
     def _only_reach_it_seen(self, module: str, name: str, key: Key) -> bool:
         """Whether every call in `module` of something named `name` reaches `key` alone or does not reach it; a
