@@ -66,7 +66,7 @@ def placement_exports(text: str, settings: Settings) -> PlacementExports:
 
 
 def _parse_and_export(text: str, settings: Settings) -> PlacementExports:
-    placements = placements_of(_parse(text), source_lines(text), settings)
+    placements = _parse_and_place(text, settings)
     return placements.exports() if placements is not None else PlacementExports()
 
 
@@ -74,10 +74,13 @@ def module_placements(text: str, settings: Settings) -> Optional[ModulePlacement
     """A fresh placement knowledge of `text`, for the project's questions about the calls it makes
     (`ModulePlacements.argument_at`); None for a file that cannot be parsed or uses no torch."""
     try:
-        module = with_room_to_recurse(_parse, text)
+        return with_room_to_recurse(_parse_and_place, text, settings)
     except (SourceError, RecursionError):
         return None
-    return placements_of(module, source_lines(text), settings)
+
+
+def _parse_and_place(text: str, settings: Settings) -> Optional[ModulePlacements]:
+    return placements_of(_parse(text), source_lines(text), settings)
 
 
 def _parse(text: str) -> ast.Module:
