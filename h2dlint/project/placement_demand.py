@@ -20,6 +20,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, Optional, Set, TypeVar, Union
 
+from h2dlint.facts.placement_callers import NOT_PASSED as NO_TENSOR_PASSED
+from h2dlint.facts.placement_exports import exported
+from h2dlint.facts.placement_values import Placement
+from h2dlint.facts.recursion import with_room_to_recurse
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
 from h2dlint.facts.summary import CallRef, ExportedPlacement, PlacementExports, PlacementQuery
@@ -77,16 +81,11 @@ class DemandedExports:
         placements = self._placements[module]
         if placements is None:
             return None
-        from h2dlint.facts.placement_callers import NOT_PASSED as NOT_PASSED_HERE  # as the analyzer: not warm
-        from h2dlint.facts.placement_exports import exported
-        from h2dlint.facts.placement_values import Placement
-        from h2dlint.facts.recursion import with_room_to_recurse
-
         try:
             found = with_room_to_recurse(placements.argument_at, call.caller, call.line, query.name, query.parameter)
         except Exception:  # a bug in h2dlint, or too deep: the argument stays unknown, so nothing is reported
             return None
-        if found is NOT_PASSED_HERE:
+        if found is NO_TENSOR_PASSED:
             return NOT_PASSED
         return exported(found) if isinstance(found, Placement) else None
 
