@@ -583,6 +583,25 @@ def test_names_re_exported_by_a_star_import_resolve(tmp_path, run_cli):
     assert_only_finding(out, "common.py:4", "`app.serve.step`")
 
 
+def test_a_lazy_import_in_a_function_means_its_own_target_there(tmp_path, run_cli):
+    """Two methods import `dispatch` lazily from two backends (torchtitan's token dispatchers): each call reaches
+    the function its own method imported, not whichever import the file happens to hold last."""
+    build = "import torch\n\ndef dispatch(ids, dev):\n    return torch.tensor(ids, device=dev)\n"
+    root = write_tree(
+        tmp_path / "app",
+        {
+            "deepep.py": build,
+            "hybrid.py": build,
+            "moe.py": "class Dispatcher:\n    def forward(self, ids, dev):\n"
+            "        from app.deepep import dispatch\n        return dispatch(ids, dev)\n\n"
+            "    def load_weights(self, ids, dev):\n"
+            "        from app.hybrid import dispatch\n        return dispatch(ids, dev)\n",
+        },
+    )
+    _, out, _ = run_cli("check", "--output-format", "concise", str(root))
+    assert_only_finding(out, "deepep.py:4", "`app.moe.Dispatcher.forward`")
+
+
 def test_explain_says_a_compiled_function_builds_its_tensors_in_the_graph(tmp_path, run_cli):
     write_tree(
         tmp_path,

@@ -134,10 +134,10 @@ class _Collector(Walk, PropertyReads):
     def _visit_import(self, node: ast.Import) -> None:
         for alias in node.names:
             if alias.asname is not None:
-                self.summary.imports[alias.asname] = alias.name
+                self._import(alias.asname, alias.name)
             else:
                 top = alias.name.split(".")[0]
-                self.summary.imports[top] = top
+                self._import(top, top)
 
     def _visit_import_from(self, node: ast.ImportFrom) -> None:
         base = "." * node.level + (node.module or "")
@@ -146,7 +146,13 @@ class _Collector(Walk, PropertyReads):
                 self.summary.star_imports.append(base)
             else:
                 joined = f"{base}.{alias.name}" if node.module else f"{base}{alias.name}"
-                self.summary.imports[alias.asname or alias.name] = joined
+                self._import(alias.asname or alias.name, joined)
+
+    def _import(self, name: str, target: str) -> None:
+        self.summary.imports[name] = target
+        frame = self._frames[-1]
+        if frame.kind is FrameKind.FUNCTION:
+            self.summary.scoped_imports.setdefault(frame.qualname, {})[name] = target
 
     # --- the classes of instance attributes, for resolving `self.pool.alloc()` across files ----------------
 

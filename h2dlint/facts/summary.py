@@ -276,6 +276,9 @@ class ModuleSummary:
     # `F` -> `torch.nn.functional`; relative imports keep their leading dots (`.batch.Batch`).
     imports: Dict[str, str] = field(default_factory=dict)
     star_imports: List[str] = field(default_factory=list)  # `from .common import *`: ".common"
+    # Function qualname -> the names imported inside it: a lazy import in one method (`from .deepep import
+    # dispatch`) says what the name means there, whatever another method of the file imports under it.
+    scoped_imports: Dict[str, Dict[str, str]] = field(default_factory=dict)
     # Class qualname -> instance attribute -> the classes it is given, as written like `CallRef.receiver`'s
     # root: `self.pool = Pool(...)` "Pool()", `self.pool: Pool` or `pool: Pool` in the class body "Pool",
     # `self.pool = self.make_pool()` "self.make_pool()", `self.pool = pool` with `pool: Pool` "Pool".

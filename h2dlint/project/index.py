@@ -190,7 +190,7 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
         if call.reads_attribute:
             return self._property_read(module, call)
         if call.kind is CallKind.NAME:
-            return self._imported_function(module, call.name)
+            return self._imported_function(module, call.name, call.caller)
         if call.kind is CallKind.TABLE:
             return self._imported_table(module, call.name)
         typed = self._typed_receiver_call(module, call) if call.receiver is not None else []
@@ -211,8 +211,8 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
         found = self._inherited(module, call) if call.kind is CallKind.SELF else self._typed_receiver_call(module, call)
         return [key for key in found if (function := self.function(key)) is not None and function.is_property]
 
-    def _imported_function(self, module: str, name: str) -> List[Key]:
-        target = self._lookup(module, name)
+    def _imported_function(self, module: str, name: str, caller: str = "") -> List[Key]:
+        target = self._lookup_in(module, caller, name) if caller else self._lookup(module, name)
         if target is None or target[1] is None:
             return []
         found = self.function(target)  # type: ignore[arg-type]
@@ -322,6 +322,18 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
             self._looked_up[(module, name)] = self._find(module, name, depth)
         return self._looked_up[(module, name)]
 
+    def _lookup_in(self, module: str, caller: str, name: str) -> Optional[Tuple[str, Optional[str]]]:
+        """What `name` means where function `caller` calls it: what that function, or one around it, imports
+        under that name, ahead of the file's other imports of it."""
+        summary = self._modules[module]
+        scope: Optional[str] = caller
+        while scope is not None and name not in summary.scoped_imports.get(scope, ()):
+            function = summary.functions.get(scope)
+            scope = function.parent if function is not None else None
+        if scope is None or summary.scoped_imports[scope][name] == summary.imports.get(name):
+            return self._lookup(module, name)
+        return self._imported_target(module, summary.scoped_imports[scope][name], 0)
+
     def _find(self, module: str, name: str, depth: int) -> Optional[Tuple[str, Optional[str]]]:
         summary = self._modules.get(module)
         if summary is None or depth > 8:
@@ -330,6 +342,10 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
         if target is None:
             defined = name in summary.functions or name in summary.classes or name in summary.tables
             return (module, name) if defined else self._star_imported(module, name, depth)
+        return self._imported_target(module, target, depth)
+
+    def _imported_target(self, module: str, target: str, depth: int) -> Optional[Tuple[str, Optional[str]]]:
+        """The module, or (module, top-level name), that the import of `target` in `module` brings."""
         dotted = absolute_import(target, self._full_names[module], module in self._packages)
         found = self._by_suffix.get(dotted)
         if found:
