@@ -182,6 +182,21 @@ def test_explain_says_why_a_site_is_cold(project, run_cli):
     assert "in `Runner.__init__`, which is cold: `Runner.__init__` runs once (one-time setup)" in out
 
 
+def test_explain_takes_the_whole_package_around_a_namespace_folder(tmp_path, run_cli):
+    """`pkg/kernels/` has no `__init__.py`, `pkg/` has one: explaining a line of `pkg/kernels/ops.py` without
+    naming the project still sees `pkg/runner.py`, which calls it per step."""
+    root = write_tree(
+        tmp_path / "src",
+        {
+            "pkg/__init__.py": "",
+            "pkg/kernels/ops.py": "import torch\n\ndef build(ids, dev):\n    return torch.tensor(ids, device=dev)\n",
+            "pkg/runner.py": "from pkg.kernels.ops import build\n\ndef forward(ids, dev):\n    return build(ids, dev)\n",
+        },
+    )
+    _, out, _ = run_cli("explain", f"{root}/pkg/kernels/ops.py:4")
+    assert "in `build`, which is hot: called from `pkg.runner.forward` (per step)" in out, out
+
+
 def test_explain_rejects_a_malformed_location(run_cli):
     code, _, err = run_cli("explain", "no-line-number.py")
     assert code == 2 and "PATH:LINE" in err

@@ -15,13 +15,18 @@ from h2dlint.rules import RULES_BY_CODE
 
 
 def project_folder(path: str) -> str:
-    """The outermost package folder holding `path` (folders with `__init__.py`), or the file's own folder."""
+    """The outermost package folder holding `path`: its highest ancestor with an `__init__.py`, across folders
+    without one between (namespace packages: torchtitan's `distributed/deepep/`, sglang's `srt/`), or the file's
+    own folder."""
     folder = os.path.dirname(os.path.abspath(path))
     top = folder
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
-        top = folder
-        folder = os.path.dirname(folder)
-    return os.path.relpath(top)
+    while True:
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            top = folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.path.relpath(top)
+        folder = parent
 
 
 # What a line without a recorded site means: no selected rule matched, or the tensor's placement decided it.
