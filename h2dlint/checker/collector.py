@@ -46,7 +46,6 @@ from h2dlint.facts.summary import (
     PlacementQuery,
     Site,
     Span,
-    heat_loop,
 )
 from h2dlint.facts.syntax import child_nodes, is_self, last_name
 from h2dlint.rules import Match, Rule
@@ -294,7 +293,7 @@ class _Collector(Walk, PropertyReads):
                 remedy=found.remedy,
                 span=span,
                 function=self._owner(),
-                loop=heat_loop(loops) if self._enabled("hot-in-loop") else None,
+                loop=loops[-1] if loops and self._enabled("hot-in-loop") else None,
                 marked_cold=self._marked_cold(span),
                 in_graph_capture=bool(self._captures),
                 capture=_capture_reason(self._captures),
@@ -340,16 +339,16 @@ class _Collector(Walk, PropertyReads):
         reads_attribute: bool = False,
     ) -> CallRef:
         """A call of `name` at `line` from the function being walked, with the loops and guards around it."""
-        loop = heat_loop(self._frames[-1].loops)
+        loops = self._frames[-1].loops
         return CallRef(
             caller=self._owner(),
             kind=kind,
             name=name,
             owner=owner,
             line=line,
-            loop_line=loop[1] if loop else None,
-            loop_over_requests=loop is not None and loop[0] is LoopKind.REQUESTS,
-            in_service_loop=loop is not None and loop[0] is LoopKind.SERVICE,
+            loop_line=loops[-1][1] if loops else None,
+            loop_over_requests=bool(loops) and loops[-1][0] is LoopKind.REQUESTS,
+            in_service_loop=bool(loops) and loops[-1][0] is LoopKind.SERVICE,
             one_time=self.context.one_time,
             per_miss=self.context.per_miss,
             multimodal_branch=self.context.multimodal_branch,

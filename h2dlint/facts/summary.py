@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple, Union
 
 MODULE = "<module>"  # the owner of code outside any function
 
@@ -32,15 +32,6 @@ class LoopKind(Enum):
 
 
 LoopRegion = Tuple[LoopKind, int]  # a loop region and the line it starts on
-
-
-def heat_loop(loops: Sequence[LoopRegion]) -> Optional[LoopRegion]:
-    """The loop whose repeating code inside `loops` (outermost first) shares: the innermost, unless a service
-    loop holds it and it goes over no requests. A loop over layers or queued operations inside a worker's
-    `while not self.stop_event.is_set():` repeats as long as that service loop does: continuously."""
-    if not loops or loops[-1][0] is LoopKind.REQUESTS:
-        return loops[-1] if loops else None
-    return next((loop for loop in reversed(loops) if loop[0] is LoopKind.SERVICE), loops[-1])
 
 
 class CallKind(Enum):
