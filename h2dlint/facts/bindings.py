@@ -7,9 +7,11 @@ fills it (torch imports, every other name, and for functions the values and time
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
+from h2dlint.facts.attribute_writes import AttributeWrites
 from h2dlint.facts.comprehensions import Comprehensions, loop_items
 from h2dlint.facts.reaching import Binding, Position, Span
 from h2dlint.facts.syntax import child_nodes, isinstance_of, target_names, type_cast
@@ -55,6 +57,8 @@ class Bindings:
     unpacked_names: Dict[int, Tuple[str, ...]] = field(default_factory=dict)  # by id of the call: its targets
     # For function scopes: the comprehensions of the body, which bind names of their own (`[x for x in xs]`).
     comprehensions: Optional[Comprehensions] = None
+    # For function scopes: the assignments of attributes of its names (`meta.lens = x`), found on first use.
+    attribute_writes: Callable[[], Optional[AttributeWrites]] = lambda: None
     # For class scopes: the instance attributes that every `self.x = ...` in the class's methods puts on an
     # accelerator, worked out on first use (the collector, which knows the constructs, sets this).
     accelerator_attributes: Optional[Callable[[], FrozenSet[str]]] = None
@@ -89,6 +93,7 @@ def function_bindings(node: FunctionNode, walrus: bool = True) -> Bindings:
         name for name in parameter_names(node.args) if collector.counts[name] == 1
     }
     collector.bindings.comprehensions = Comprehensions(node)
+    collector.bindings.attribute_writes = functools.lru_cache(maxsize=1)(lambda: AttributeWrites(node))
     collector.bindings.parameter_defaults = {
         name: default
         for name, default in parameter_defaults(node.args)

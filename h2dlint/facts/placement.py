@@ -112,6 +112,10 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     if isinstance(expr, ast.Attribute):
         if expr.attr in _RESULT_FIELDS and isinstance(expr.value, ast.Call):  # `x.topk(k).indices`
             return placement_of(expr.value, scope, depth + 1)
+        assigned = scope.names.attribute_value_at(expr) if isinstance(expr.value, ast.Name) else None
+        stored = placement_of(assigned, scope, depth + 1) if assigned is not None else UNKNOWN
+        if assigned is not None and _decides(stored):  # `meta.lens = x` earlier in this function
+            return stored.via(_stored(expr, assigned))
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
             return scope.attribute(expr.attr, depth + 1).via(f"line {expr.lineno}: `self.{expr.attr}`")
         found = scope.typed_attribute(expr, depth + 1)
@@ -185,6 +189,17 @@ def _name(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
 def _bound(use: ast.Name, value: ast.expr, how: str = "") -> Callable[[], str]:
     """The step of `explain`'s chain from `use` to the `value` bound to it, worded only where it is shown."""
     return lambda: f"line {value.lineno}: `{use.id} = {short(value)}`{how}"
+
+
+def _decides(found: Placement) -> bool:
+    """Whether `found` says where a value lives, or that it cannot be known (`EITHER`, `DISPUTED`), or asks
+    another file: not a plain unknown, after which other evidence may still decide."""
+    return found.place is not Place.UNKNOWN or found.pending is not None or found is EITHER or found is DISPUTED
+
+
+def _stored(read: ast.Attribute, value: ast.expr) -> Callable[[], str]:
+    """The step of `explain`'s chain from the attribute `read` to the `value` stored in it."""
+    return lambda: f"line {value.lineno}: `{short(read)} = {short(value)}`"
 
 
 def _one_of_bindings(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:

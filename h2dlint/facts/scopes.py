@@ -153,6 +153,14 @@ class NameResolver:
         timeline = self._scopes[-1].rebound.get(use.id) if self._scopes else None
         return reaching_values(timeline, (use.lineno, use.col_offset)) if timeline else None
 
+    def attribute_value_at(self, read: ast.Attribute) -> Optional[ast.expr]:
+        """The value that `name.attr = value` earlier in the current function stored, when that assignment
+        certainly reaches `read` and nothing between may have changed the field (`facts.attribute_writes`)."""
+        if not self._scopes or self._scopes[-1].is_class:
+            return None
+        writes = self._scopes[-1].attribute_writes()
+        return writes.value_at(read) if writes is not None else None
+
     def _reaching_binding(self, use: ast.Name) -> Optional[Binding]:
         """The binding just before `use`, of a name bound several times, when it certainly reaches `use`."""
         timeline = self._scopes[-1].rebound.get(use.id)
