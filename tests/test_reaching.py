@@ -80,13 +80,41 @@ def test_reaching_values(source, expected):
     assert reaching(source) == expected
 
 
-def test_a_binding_in_the_other_branch_is_counted_which_only_makes_agreement_stricter():
-    source = """
+@pytest.mark.parametrize(
+    "source",
+    [
+        """
         def f(c):
             x = a()
             if c:
                 x = b()
             else:
                 return x
+        """,
+        # sglang's process_batch_result_decode: `elif` is the `else` of the first `if`, and an unpacking of a
+        # call there (no plain value) does not reach the other branch either
+        """
+        def f(c, d):
+            x = a()
+            if c:
+                x, y = g()
+            elif d:
+                return x
+        """,
+    ],
+)
+def test_a_binding_in_one_branch_of_an_if_never_reaches_the_other(source):
+    assert reaching(source) == ["a()"]
+
+
+def test_a_binding_in_a_branch_still_reaches_a_use_after_the_if():
+    source = """
+        def f(c):
+            x = a()
+            if c:
+                x = b()
+            else:
+                pass
+            return x
         """
     assert reaching(source) == ["a()", "b()"]

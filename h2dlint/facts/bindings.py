@@ -40,6 +40,7 @@ class Bindings:
     parameter_defaults: Dict[str, ast.expr] = field(default_factory=dict)
     # For function scopes: names bound more than once -> each binding in source order (see `Binding`).
     rebound: Dict[str, List["Binding"]] = field(default_factory=dict)
+    branches: List[Tuple[Span, Span]] = field(default_factory=list)  # each `if`/`else`: (body, orelse)
     # For function scopes: names declared once with an annotation (`relay: Relay = ...`) or a `typing.cast`
     # (`relay = cast(Relay, x)`) -> that annotation, which holds for every binding of the name, as type checkers
     # enforce; and a parameter or a local bound once that the body asserts to be of one class (`asserted_classes`).
@@ -210,10 +211,12 @@ class _BindingCollector:
         for child in child_nodes(node) if blocks is None else _non_block_children(node, blocks):
             if self._walrus or not isinstance(child, ast.expr):
                 self.visit(child)
+        if isinstance(node, ast.If) and node.orelse:
+            self.bindings.branches.append((_span(node.body), _span(node.orelse)))
         for name in blocks or ():
             statements = getattr(node, name, None)
             if statements:
-                outer, self._block = self._block, (_start(statements[0]), _end(statements[-1]))
+                outer, self._block = self._block, _span(statements)
                 self.visit_all(statements)
                 self._block = outer
 
@@ -359,6 +362,10 @@ def _non_block_children(node: ast.AST, blocks: Tuple[str, ...]) -> Iterable[ast.
         for item in value if isinstance(value, list) else (value,):
             if isinstance(item, ast.AST):
                 yield item
+
+
+def _span(statements: List[ast.stmt]) -> Span:
+    return (_start(statements[0]), _end(statements[-1]))
 
 
 def _start(node: ast.AST) -> Position:

@@ -27,17 +27,34 @@ def certain_binding(timeline: Sequence[Binding], here: Position) -> Optional[Bin
     return earlier[-1] if earlier and _dominates(earlier[-1], here) else None
 
 
-def reaching_values(timeline: Sequence[Binding], here: Position) -> Optional[Tuple[ast.expr, ...]]:
+def reaching_values(
+    timeline: Sequence[Binding], here: Position, branches: Sequence[Tuple[Span, Span]] = ()
+) -> Optional[Tuple[ast.expr, ...]]:
     """The value of each binding that may be the last to run before `here`, in source order; None when one
-    of them is not a plain `name = value` (a parameter, a loop target, an unpacking) or none is earlier."""
+    of them is not a plain `name = value` (a parameter, a loop target, an unpacking) or none is earlier.
+    `branches` are the statement lists of each `if` with an `else`: (body, orelse)."""
     values: List[ast.expr] = []
     for binding in reversed([binding for binding in timeline if binding[0] <= here]):
+        if _in_other_branch(binding[0], here, branches):
+            continue
         if binding[1] is None:
             return None
         values.append(binding[1])
         if _dominates(binding, here):
             break
     return tuple(reversed(values)) or None
+
+
+def _in_other_branch(where: Position, here: Position, branches: Sequence[Tuple[Span, Span]]) -> bool:
+    """Whether `where` and `here` are in the two branches of one `if`: one never runs after the other."""
+    return any(
+        _within(where, body) and _within(here, orelse) or _within(where, orelse) and _within(here, body)
+        for body, orelse in branches
+    )
+
+
+def _within(where: Position, span: Span) -> bool:
+    return span[0] <= where <= span[1]
 
 
 def _dominates(binding: Binding, here: Position) -> bool:

@@ -151,7 +151,9 @@ class NameResolver:
         """For a name bound several times, the value of each plain binding that may reach `use` (`if c: x = a`
         / `else: x = b`), as `facts.reaching` finds them; None when another kind of binding may."""
         timeline = self._scopes[-1].rebound.get(use.id) if self._scopes else None
-        return reaching_values(timeline, (use.lineno, use.col_offset)) if timeline else None
+        if not timeline:
+            return None
+        return reaching_values(timeline, (use.lineno, use.col_offset), self._scopes[-1].branches)
 
     def attribute_value_at(self, read: ast.Attribute) -> Optional[ast.expr]:
         """The value that `name.attr = value` earlier in the current function stored, when that assignment
