@@ -73,6 +73,8 @@ class PlacementScope:
     tested: Callable[[ast.expr], Optional[Placement]] = lambda expr: None
     # Where the calls of this function pass its parameter `name` (`facts.placement_callers`).
     passed: Callable[[str, int], Placement] = lambda name, depth: UNKNOWN
+    # The argument of a call that what it returns follows (`facts.placement_through`), or None.
+    passed_through: Callable[[ast.Call, int], Optional[ast.expr]] = lambda call, depth: None
     # Whether a device is, or is unpacked from, what a function of this module returns that may be the CPU.
     returned_host_device: Callable[[ast.expr], bool] = lambda expr: False
 

@@ -137,7 +137,7 @@ class CallerArguments:
             return UNKNOWN
         found: List[Placement] = []
         for caller, owner, call in sites:
-            argument = _argument(call, function, name, bound=class_name is not None)
+            argument = argument_for(call, function, name, bound=class_name is not None)
             if argument is _HIDDEN:
                 return UNKNOWN
             if argument is NOT_PASSED or isinstance(argument, ast.Constant):
@@ -288,7 +288,7 @@ def _is_self(expr: ast.expr, caller: FunctionNode) -> bool:
     return isinstance(expr, ast.Name) and bool(positional) and expr.id == positional[0].arg
 
 
-def _argument(call: ast.Call, function: FunctionNode, name: str, bound: bool) -> object:
+def argument_for(call: ast.Call, function: FunctionNode, name: str, bound: bool) -> object:
     """The expression `call` passes `function`'s parameter `name` (the first parameter bound to the receiver
     when `bound`), `NOT_PASSED`, or `_HIDDEN`."""
     return _argument_at(call, name, _position(function, name, bound))

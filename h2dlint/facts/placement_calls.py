@@ -16,7 +16,7 @@ from h2dlint.facts.arguments import (
 )
 from h2dlint.facts.constructs import device_copy, is_host_device, is_pinned, looks_like_dtype, may_be_host_device
 from h2dlint.facts.placement import MAX_DEPTH, PlacementScope, arithmetic, placement_of
-from h2dlint.facts.placement_values import CYCLE, EITHER, EMPTY, UNKNOWN, Place, Placement, agree_all, short
+from h2dlint.facts.placement_values import CYCLE, DISPUTED, EITHER, EMPTY, UNKNOWN, Place, Placement, agree_all, short
 from h2dlint.facts.syntax import attribute_looked_up, last_name, type_cast
 from h2dlint.facts.tensor_ops import BROADCASTING as _BROADCASTING
 from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
@@ -50,7 +50,17 @@ def placement_of_call(call: ast.Call, scope: PlacementScope, depth: int) -> Plac
         found = _method(call, call.func.attr, scope, depth)
         if found is not None:
             return found
-    return scope.returned(call, depth + 1)
+    found = scope.returned(call, depth + 1)
+    if found != UNKNOWN and found is not DISPUTED:  # known, unknowable (`EITHER`), or asked of another file
+        return found
+    argument = scope.passed_through(call, depth + 1)
+    if argument is None:
+        return found
+    through = placement_of(argument, scope, depth + 1)
+    if through.place is Place.UNKNOWN:
+        return through
+    computed = f"is computed by `{short(call.func, 32)}(...)` at line {call.lineno} from `{short(argument, 32)}`, which"
+    return replace(through, evidence=f"{computed} {through.evidence}" if through.evidence else through.evidence)
 
 
 def _torch_call(call: ast.Call, qualified: str, scope: PlacementScope, depth: int) -> Placement:

@@ -30,6 +30,7 @@ from h2dlint.facts.placement_exports import (
     self_assignments,
 )
 from h2dlint.facts.placement_returns import FunctionReturns
+from h2dlint.facts.placement_through import ParameterFollowing
 from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
 from h2dlint.facts.placement_typed import TypedReceivers, class_fields
@@ -45,7 +46,7 @@ _MIRROR_STEPS = 6  # views, methods and names followed back to the tensor whose 
 Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the value (None: not its own), the line
 
 
-class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordFields):
+class ModulePlacements(FunctionReturns, ParameterFollowing, TypedReceivers, CallerArguments, RecordFields):
     """The placement knowledge of one module, shared by every point of it; summaries are cached."""
 
     def __init__(
@@ -114,6 +115,7 @@ class ModulePlacements(FunctionReturns, TypedReceivers, CallerArguments, RecordF
             appended=lambda name: self._appended(function).get(name, ()),
             tested=lambda expr: self._regions.tested(function, expr, names),
             passed=lambda name, depth: self.passed(function, class_name, name, depth),
+            passed_through=lambda call, depth: self.passed_through(call, class_name, depth),
             returned_host_device=lambda expr: self.returned_host_device(expr, names, class_name),
         )
 
