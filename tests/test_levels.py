@@ -633,3 +633,42 @@ def test_a_hugging_face_processor_runs_once_per_request_on_host_tensors():
 def test_a_processor_of_the_engine_s_own_is_no_hugging_face_one():
     source = FEATURE_EXTRACTOR.replace("(SequenceFeatureExtractor)", "(BaseMultimodalProcessor)")
     assert {d.span.row for d in check_source(source, Settings())} == {9, 18, 19}
+
+
+def test_a_class_an_encoder_builds_through_a_local_alias_is_a_part_too():
+    """dots3's vision block picks its feed-forward class first (`mlp_cls = MoEFP8 if fp8 else MoEFFN`), then
+    builds it (`mlp_cls(...)`): the call builds both classes, which only the vision block builds."""
+    source = PARTS.replace("self.mlp = MoEFFN()", "mlp_cls = MoEFP8 if fp8 else MoEFFN\n        self.mlp = mlp_cls()")
+    source = source.replace("class VisionBlock:", "class MoEFP8(MoEFFN):\n    pass\n\nclass VisionBlock:")
+    found = {d.span.row: d for d in check_source(source, Settings())}
+    assert found[5].level == "per-request", found[5].message
+    assert "(only multimodal encoders build `MoEFFN`)" in found[5].message
+
+
+RADIO = """\
+import torch
+
+class RadioModel:
+    def forward(self, pixel_values, dev):
+        return self._forward_dynamic(pixel_values, dev)
+
+    def _forward_dynamic(self, images, dev):
+        return torch.tensor([len(i) for i in images], device=dev)  # per image batch
+
+class Decoder:
+    def forward(self, input_ids, dev):
+        return torch.tensor(input_ids, device=dev)  # per step
+"""
+
+
+def test_a_module_whose_forward_takes_images_first_is_an_encoder():
+    """vLLM's and sglang's `RadioModel` is a vision encoder that no class glob names: its `forward` takes
+    `pixel_values` first. A language model takes `input_ids` first and stays per step; a trainer runs both
+    every step."""
+    found = {d.span.row: d for d in check_source(RADIO, Settings())}
+    assert {row: d.level for row, d in found.items()} == {8: "per-request", 12: "per-step"}
+    assert "(its `forward` takes `pixel_values` first: a multimodal encoder)" in found[8].message
+    assert found[8].heuristic == "hot-per-request-encoder"
+    assert {d.span.row: d.level for d in check_source(RADIO, Settings(preset="training"))} == {
+        8: "per-step", 12: "per-step"
+    }

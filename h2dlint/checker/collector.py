@@ -15,7 +15,7 @@ from h2dlint.checker.attribute_reads import PropertyReads
 from h2dlint.checker.capture import with_capture_marks
 from h2dlint.checker.walk import WALK_HANDLERS, Walk
 from h2dlint.facts.arguments import borrowed_device
-from h2dlint.facts.dispatch import declares_interface, method_aliases, record_table, table_called
+from h2dlint.facts.dispatch import class_aliases, declares_interface, method_aliases, record_table, table_called
 from h2dlint.facts.error_paths import always_raises
 from h2dlint.facts.markers import find_marker, header_end, may_hold_markers
 from h2dlint.facts.placement_fields import REPLACE, stored_attributes
@@ -47,7 +47,7 @@ from h2dlint.facts.summary import (
     Site,
     Span,
 )
-from h2dlint.facts.syntax import child_nodes, is_self, last_name
+from h2dlint.facts.syntax import child_nodes, forward_input, is_self, last_name
 from h2dlint.rules import Match, Rule
 from h2dlint.rules.context import Frame, FrameKind, NodeKind
 from h2dlint.rules.rewrites import Rewrite
@@ -120,6 +120,7 @@ class _Collector(Walk, PropertyReads):
             interface=self._declares_interface(node, enclosing),
             error_path=always_raises(node),
             is_property=is_property(node.decorator_list),
+            first_input=forward_input(node) if method_class else None,
         )
 
     def _declares_interface(self, node: ast.FunctionDef | ast.AsyncFunctionDef, enclosing: Frame) -> bool:
@@ -333,6 +334,8 @@ class _Collector(Walk, PropertyReads):
         kind, name, owner = ref
         receiver_of = receiver(node.func, self._frames[-1].types) if kind in _TYPED_RECEIVER_KINDS else None
         self.summary.calls.append(self._call_ref(kind, name, node.lineno, owner, receiver_of))
+        for built in class_aliases(node.func, self.context.names.value_at) if kind is CallKind.NAME else ():
+            self.summary.calls.append(self._call_ref(kind, built, node.lineno, None, None))
 
     def _call_ref(
         self, kind: CallKind, name: str, line: int, owner: Optional[str], receiver_of: Optional[Tuple[str, ...]],

@@ -1,5 +1,8 @@
-"""Dispatch the call graph cannot see by name: dispatch tables, method aliases, and methods declared on an
-interface.
+"""Dispatch the call graph cannot see by name: dispatch tables, method aliases, class aliases, and methods
+declared on an interface.
+
+A local bound to a class, or to a choice of classes (`mlp_cls = MoEFP8 if fp8 else MoE`), builds them when it
+is called (`mlp_cls(config)`): `class_aliases` names them, so the call counts as a call of each.
 
 Dispatch tables are dicts of functions, and the calls made through them (`HANDLERS[kind](batch)`).
 
@@ -13,7 +16,7 @@ of kind "table"; `ModuleGraph` and `ProjectGraph` resolve them.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Optional, Sequence, Tuple, Union
 
 Entry = Tuple[str, str]  # ("name", f) for `f`; ("self", m) for `self.m` / `cls.m`
 
@@ -109,3 +112,12 @@ def declares_interface(node: Union[ast.FunctionDef, ast.AsyncFunctionDef], class
     empty = isinstance(only, ast.Pass) or (isinstance(only, ast.Expr) and isinstance(only.value, ast.Constant)
                                            and only.value.value is Ellipsis)
     return empty and any(base in INTERFACE_BASES for base in class_bases)
+
+
+def class_aliases(func: ast.expr, value_at: Callable[[ast.Name], Optional[ast.expr]]) -> Tuple[str, ...]:
+    """The classes a call of the local `func` builds: `A`, `B` after `func = A if c else B` (or `func = A`),
+    by capitalised names as written; () for anything else."""
+    value = value_at(func) if isinstance(func, ast.Name) else None
+    choices = (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,)
+    names = tuple(choice.id for choice in choices if isinstance(choice, ast.Name) and choice.id[:1].isupper())
+    return names if len(names) == len(choices) else ()

@@ -19,7 +19,8 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         "a serving engine runs its vision and audio encoders (`*Vision*`, `*ViT*`, `*Encoder*` classes), and the "
         "projectors that map their features into the language model (`*Projector*`), once per request with "
         "images or audio, not per decode step: their per-step names (`forward`) run per request, and so do those "
-        "of the classes only they build (`project.encoder_parts`)",
+        "of a class whose `forward` takes images or audio first (`pixel_values`, `input_features`: "
+        "`ENCODER_INPUTS`) and of the classes only they build (`project.encoder_parts`)",
         ("*Vision*", "*ViT*", "*Vit[A-Z0-9_]*", "*Visual*", "*Siglip*", "*Encoder*", "*Resampler*", "*Projector*"),
         evidence=(
             "sglang models/qwen3_vl.py:1013",
@@ -28,6 +29,9 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
             "vllm model_executor/models/isaac.py:86",
             "vllm model_executor/models/funasr.py:80",
             "vllm model_executor/models/lfm2_vl.py:582",
+            "sglang models/radio.py:562",
+            "vllm model_executor/models/radio.py:599",
+            "vllm models/dots3_note/nvidia/vision.py:190",
         ),
         # The language model of a vision or audio model (`Cohere2VisionForConditionalGeneration`) runs per step.
         exceptions=("*ForConditionalGeneration*", "*ForCausalLM*", "*LLM*", "*LanguageModel*", "*TextModel*"),
@@ -90,6 +94,11 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         ),
     ),
 )
+
+# What a module whose `forward` takes it first is (`hot-per-request-encoder`): an image or audio encoder, by its input,
+# whatever its class is called (vLLM's and sglang's `RadioModel`, `AIMv2Model`, `EVA2CLIPModel`, `ProjectedParakeet`).
+# Raw inputs only: a language model takes `input_ids` first, and its embedded images (`image_embeds`) come later.
+ENCODER_INPUTS = ("pixel_values*", "pixels", "images", "image", "input_features", "audio_features")
 
 # The ones that say it of a class's per-step names (`Settings.per_request_class_heuristic`).
 PER_REQUEST_CLASSES: Tuple[Heuristic, ...] = tuple(h for h in LEVEL_HEURISTICS if h.group is Group.NAME)

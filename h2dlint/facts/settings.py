@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
 from h2dlint.facts.allowed_syncs import DEFAULT_SYNC_ALLOWED_CONTEXTS
+from h2dlint.facts.heuristic_levels import ENCODER_INPUTS
 from h2dlint.facts.heuristics import (
     COLD_MODULES,
     COLD_NAMES,
@@ -29,6 +30,7 @@ from h2dlint.facts.presets import DIFFUSION, PRESETS, Preset
 from h2dlint.facts.syntax import glob_matcher
 
 PROCESSOR = "hot-per-request-processor"  # `facts.heuristic_levels`: matched against a class's bases
+ENCODER_HEURISTIC = "hot-per-request-encoder"  # also by what a module's `forward` takes first (`ENCODER_INPUTS`)
 PROCESSOR_BASES = frozenset(BY_ID[PROCESSOR].patterns)  # Hugging Face processor bases: they run on the host
 
 # The name lists, as the registry groups them (see `h2dlint.facts.heuristics`); patterns are fnmatch globs.
@@ -170,6 +172,14 @@ class Settings:
             return None
         classes = (h for h in PER_REQUEST_CLASSES if self._serving_level(h.id))
         return next((h.id for h in classes if _is_class_of(h, class_name)), None)
+
+    def encoder_by_input(self, first_input: Optional[str]) -> bool:
+        """Whether a module whose `forward` takes `first_input` first is a multimodal encoder, whose per-step
+        names run once per request (`ENCODER_INPUTS`, `hot-per-request-encoder`): serving defaults only."""
+        return (
+            first_input is not None and self._serving_level(ENCODER_HEURISTIC)
+            and glob_matcher(ENCODER_INPUTS)(first_input) is not None
+        )
 
     def processor_heuristic(self, bases: Sequence[str]) -> Optional[str]:
         """`hot-per-request-processor` when one of `bases` (a class's base names, as written) is a Hugging Face

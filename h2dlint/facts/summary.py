@@ -109,6 +109,8 @@ class FunctionInfo:
     error_path: bool = False
     # Decorated `@property` (and with nothing that caches it): reading the attribute runs the body
     is_property: bool = False
+    # For a method `forward`: its first parameter after `self`, what the module takes in (`pixel_values`)
+    first_input: Optional[str] = None
 
 
 @dataclass(frozen=True)

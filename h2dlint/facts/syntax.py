@@ -151,3 +151,9 @@ class _GlobMatcher:
             or (self._other is not None and self._other(name) is not None)
         )
         return True if found else None
+
+
+def forward_input(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Optional[str]:
+    """The first parameter after `self` of a method named `forward`: what the module takes in; else None."""
+    positional = [*node.args.posonlyargs, *node.args.args][1:2] if node.name == "forward" else []
+    return positional[0].arg if positional else None

@@ -1,6 +1,7 @@
-"""Classes that only a multimodal encoder builds: a vision tower's MoE feed-forward (dots3's `MoESwiGLUFFN`), a
-time-series encoder's subsampling. Their `forward` runs when the encoder runs, once per request in a serving
-engine (`hot-per-request-encoder`), though no class glob names them.
+"""Classes that are multimodal encoders though no class glob names them (`hot-per-request-encoder`): one whose
+`forward` takes images or audio first (`RadioModel.forward(self, pixel_values)`), and one that only an encoder
+builds: a vision tower's MoE feed-forward (dots3's `MoESwiGLUFFN`), a time-series encoder's subsampling. Their
+`forward` runs when the encoder runs, once per request in a serving engine.
 
 A class is such a part when every call of its name in the project (`C(...)`, `mod.C(...)`, `self.C(...)`) is
 made in a method of an encoder class (`Settings.per_request_class_heuristic`) or of another part. One built
@@ -24,24 +25,41 @@ ENCODER = "hot-per-request-encoder"
 _OUTSIDE_A_CLASS = ""  # the builder of a constructor call made at module level or in a plain function
 
 
-def class_parts(graph: CallGraph, settings: Settings) -> Tuple[FrozenSet[str], FrozenSet[str]]:
-    """(the names of the project's classes that only encoders, or other such parts, build; those that only
-    Hugging Face processors, or other such parts, build), from one pass over the project's constructor calls."""
+def class_parts(graph: CallGraph, settings: Settings) -> Tuple[Dict[str, str], FrozenSet[str]]:
+    """(the project's classes that run as multimodal encoders though no class glob names them, each with why:
+    its `forward` takes images or audio first, or only encoders, or other such classes, build it; the classes
+    that only Hugging Face processors, or other such parts, build), from one pass over the constructor calls."""
     processors = _processors(graph, settings)
     if not settings.enabled(ENCODER) and not processors:
-        return frozenset(), frozenset()
+        return {}, frozenset()
     built_by = {name: owners for name, owners in _builders(graph).items() if _OUTSIDE_A_CLASS not in owners}
-    return _encoder_parts(built_by, settings), (_parts(built_by, processors) if processors else frozenset())
+    by_input = _encoders_by_input(graph, settings)
+    encoders = {name: f"its `forward` takes `{first}` first: a multimodal encoder" for name, first in by_input.items()}
+    for name in sorted(_encoder_parts(built_by, settings, set(by_input)) - set(encoders)):
+        encoders[name] = f"only multimodal encoders build `{name}`"
+    return encoders, (_parts(built_by, processors) if processors else frozenset())
 
 
-def _encoder_parts(built_by: Dict[str, Set[str]], settings: Settings) -> FrozenSet[str]:
+def _encoders_by_input(graph: CallGraph, settings: Settings) -> Dict[str, str]:
+    """The names of the project's classes whose `forward` takes images or audio first (`ENCODER_INPUTS`),
+    with that input; not a language model's (`runs_per_step_in_any_case`)."""
+    return {
+        function.class_qualname.rsplit(".", 1)[-1]: function.first_input
+        for _, summary in graph.modules()
+        for function in summary.functions.values()
+        if function.class_qualname and settings.encoder_by_input(function.first_input)
+        and not settings.runs_per_step_in_any_case(function.class_qualname.rsplit(".", 1)[-1])
+    }  # type: ignore[misc]
+
+
+def _encoder_parts(built_by: Dict[str, Set[str]], settings: Settings, by_input: Set[str]) -> FrozenSet[str]:
     if not settings.enabled(ENCODER):
         return frozenset()
     candidates = {  # an encoder may build a language model: that runs per step
         name: owners for name, owners in built_by.items() if not settings.runs_per_step_in_any_case(name)
     }
     encoders = {owner for owners in candidates.values() for owner in owners
-                if settings.per_request_class_heuristic(owner) is not None}
+                if owner in by_input or settings.per_request_class_heuristic(owner) is not None}
     return _parts(candidates, encoders)
 
 

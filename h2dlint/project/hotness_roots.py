@@ -6,7 +6,7 @@ something calls), and the heat that a call in a loop gives what it calls (`loop_
 
 from __future__ import annotations
 
-from typing import AbstractSet, Iterator, Optional, Tuple
+from typing import AbstractSet, Iterator, Mapping, Optional, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key
@@ -42,7 +42,7 @@ def _hot_root(
     summary: ModuleSummary,
     module: str,
     settings: Settings,
-    parts: AbstractSet[str],
+    parts: Mapping[str, str],
     called: Optional[AbstractSet[str]] = None,
     processing: AbstractSet[str] = frozenset(),
 ) -> Optional[Heat]:
@@ -72,7 +72,7 @@ def _op_called(function: FunctionInfo, called: Optional[AbstractSet[str]]) -> bo
 
 
 def _named_root(
-    function: FunctionInfo, module: str, settings: Settings, heuristic: str, parts: AbstractSet[str]
+    function: FunctionInfo, module: str, settings: Settings, heuristic: str, parts: Mapping[str, str]
 ) -> Heat:
     qualname = function.qualname
     class_name = class_name_of(function)
@@ -84,7 +84,7 @@ def _named_root(
         if by_class is not None:
             origin, heuristic = f"{origin} (a multimodal encoder or projector)", by_class
         elif part:
-            origin, heuristic = f"{origin} (only multimodal encoders build `{class_name}`)", ENCODER
+            origin, heuristic = f"{origin} ({parts[class_name]})", ENCODER  # type: ignore[index]
         loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
         on_arrival = heuristic == ARRIVAL and settings.enabled(QUIET_ON_ARRIVAL)
         return Heat(
