@@ -14,9 +14,9 @@ As for names, loops are not looked into: an assignment later in a loop body that
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set
 
-from h2dlint.facts.reaching import Binding, Position, Span, certain_binding
+from h2dlint.facts.reaching import Binding, Position, Span, certain_binding, end_of, outside_blocks, statements_span
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -48,7 +48,7 @@ class AttributeWrites:
         return None if any(found[0] < where < here for where in changed) else found[1]
 
     def _visit_block(self, statements: List[ast.stmt]) -> None:
-        block = (_start(statements[0]), _end(statements[-1]))
+        block = statements_span(statements)
         for statement in statements:
             self._visit_statement(statement, block)
 
@@ -67,7 +67,7 @@ class AttributeWrites:
                 self._visit_statement(child, block)  # an `except` handler or a `case`: its own statements
 
     def _record_writes(self, statement: ast.AST, block: Span) -> None:
-        where = _end(statement)
+        where = end_of(statement)
         if isinstance(statement, ast.Assign):
             single = len(statement.targets) == 1
             for target in statement.targets:
@@ -115,29 +115,10 @@ def _bases_given(call: ast.Call) -> Set[str]:
 
 def _own_nodes(statement: ast.AST) -> Iterator[ast.AST]:
     """The nodes of `statement` outside its statement lists and nested scopes: its expressions."""
-    pending: List[ast.AST] = list(_fields_outside_blocks(statement))
+    pending: List[ast.AST] = list(outside_blocks(statement, _BLOCKS))
     while pending:
         node = pending.pop()
         if isinstance(node, _NESTED_SCOPES):
             continue
         yield node
         pending.extend(ast.iter_child_nodes(node))
-
-
-def _fields_outside_blocks(statement: ast.AST) -> Iterable[ast.AST]:
-    for name in statement._fields:
-        if name in _BLOCKS:
-            continue
-        value = getattr(statement, name, None)
-        for item in value if isinstance(value, list) else (value,):
-            if isinstance(item, ast.AST):
-                yield item
-
-
-def _start(node: ast.AST) -> Position:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-
-
-def _end(node: ast.AST) -> Position:
-    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
-

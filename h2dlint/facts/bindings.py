@@ -13,7 +13,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 
 from h2dlint.facts.attribute_writes import AttributeWrites
 from h2dlint.facts.comprehensions import Comprehensions, loop_items
-from h2dlint.facts.reaching import Binding, Position, Span
+from h2dlint.facts.reaching import Binding, Position, Span, end_of, outside_blocks, start_of, statements_span
 from h2dlint.facts.syntax import child_nodes, isinstance_of, target_names, type_cast
 
 TORCH = "torch"
@@ -208,15 +208,15 @@ class _BindingCollector:
 
     def _visit_children(self, node: ast.AST) -> None:
         blocks = _BLOCK_FIELDS.get(node.__class__)
-        for child in child_nodes(node) if blocks is None else _non_block_children(node, blocks):
+        for child in child_nodes(node) if blocks is None else outside_blocks(node, blocks):
             if self._walrus or not isinstance(child, ast.expr):
                 self.visit(child)
         if isinstance(node, ast.If) and node.orelse:
-            self.bindings.branches.append((_span(node.body), _span(node.orelse)))
+            self.bindings.branches.append((statements_span(node.body), statements_span(node.orelse)))
         for name in blocks or ():
             statements = getattr(node, name, None)
             if statements:
-                outer, self._block = self._block, _span(statements)
+                outer, self._block = self._block, statements_span(statements)
                 self.visit_all(statements)
                 self._block = outer
 
@@ -227,12 +227,12 @@ class _BindingCollector:
             self.bind(name, where)
 
     def _nested_scope(self, node: "ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef") -> bool:
-        self.bind(node.name, _start(node))  # a nested scope binds its own name here, and nothing else
+        self.bind(node.name, start_of(node))  # a nested scope binds its own name here, and nothing else
         return False
 
     def _except_handler(self, node: ast.ExceptHandler) -> bool:
         if node.name is not None:
-            self.bind(node.name, _start(node))
+            self.bind(node.name, start_of(node))
         self._except_depth += 1
         self._visit_children(node)
         self._except_depth -= 1
@@ -240,7 +240,7 @@ class _BindingCollector:
 
     def _assign(self, node: ast.Assign) -> bool:
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            self._bind_value(node.targets[0].id, _end(node), node.value)
+            self._bind_value(node.targets[0].id, end_of(node), node.value)
             cast = type_cast(node.value) if isinstance(node.value, ast.Call) else None
             if cast is not None:  # `x = cast(T, v)` declares `x` a `T`, as `x: T = v` does
                 self.annotations.setdefault(node.targets[0].id, []).append(cast[0])
@@ -248,15 +248,15 @@ class _BindingCollector:
         if _is_unpacking(node):  # `a, b = x, y`: each name its own value
             for target, value in zip(node.targets[0].elts, node.value.elts):  # type: ignore[attr-defined]
                 if isinstance(target, ast.Name):
-                    self._bind_value(target.id, _end(node), value)
+                    self._bind_value(target.id, end_of(node), value)
                 else:
-                    self._bind_targets(target, _end(node))
+                    self._bind_targets(target, end_of(node))
             return True
         if _unpacks_call(node):
             names = tuple(target.id for target in node.targets[0].elts)  # type: ignore[attr-defined]
-            self.unpacked[_end(node)] = (node.value, names)  # type: ignore[assignment]
+            self.unpacked[end_of(node)] = (node.value, names)  # type: ignore[assignment]
         for target in node.targets:
-            self._bind_targets(target, _end(node))
+            self._bind_targets(target, end_of(node))
         return True
 
     def _bind_value(self, name: str, where: Position, value: ast.expr) -> None:
@@ -266,7 +266,7 @@ class _BindingCollector:
     def _assign_target(self, node: "ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For") -> bool:
         # A loop binds its target before each run of its body; the others once their value is computed.
         is_loop = isinstance(node, (ast.For, ast.AsyncFor))
-        where = _end(node.target) if is_loop else _end(node)
+        where = end_of(node.target) if is_loop else end_of(node)
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             self._bind_value(node.target.id, where, node.value)  # `ids: List[Tensor] = []`, as `ids = []`
         else:
@@ -282,18 +282,18 @@ class _BindingCollector:
 
     def _with_item(self, node: ast.withitem) -> bool:
         if node.optional_vars is not None:
-            self._bind_targets(node.optional_vars, _end(node.optional_vars))
+            self._bind_targets(node.optional_vars, end_of(node.optional_vars))
         return True
 
     def _delete(self, node: ast.Delete) -> bool:
         for target in node.targets:
-            self._bind_targets(target, _end(node))
+            self._bind_targets(target, end_of(node))
         return True
 
     def _match_as(self, node: ast.AST) -> bool:
         name = getattr(node, "name", None)
         if name is not None:
-            self.bind(name, _end(node))
+            self.bind(name, end_of(node))
         return True
 
     def _global(self, node: "ast.Global | ast.Nonlocal") -> bool:
@@ -303,10 +303,10 @@ class _BindingCollector:
     def _import(self, node: ast.Import) -> bool:
         for alias in node.names:
             if alias.asname is not None:
-                self._bind_import(alias.asname, alias.name, _end(node))
+                self._bind_import(alias.asname, alias.name, end_of(node))
             else:
                 top = alias.name.split(".")[0]
-                self._bind_import(top, top, _end(node))
+                self._bind_import(top, top, end_of(node))
         return False
 
     def _import_from(self, node: ast.ImportFrom) -> bool:
@@ -315,7 +315,7 @@ class _BindingCollector:
         for alias in node.names:
             if alias.name == "*":
                 return False
-            self._bind_import(alias.asname or alias.name, f"{node.module}.{alias.name}", _end(node))
+            self._bind_import(alias.asname or alias.name, f"{node.module}.{alias.name}", end_of(node))
         return False
 
     def _bind_import(self, bound: str, qualified: str, where: Position) -> None:
@@ -351,29 +351,6 @@ def _unpacks_call(node: ast.Assign) -> bool:
     if len(node.targets) != 1 or not isinstance(node.targets[0], (ast.Tuple, ast.List)):
         return False
     return isinstance(node.value, ast.Call) and all(isinstance(t, ast.Name) for t in node.targets[0].elts)
-
-
-def _non_block_children(node: ast.AST, blocks: Tuple[str, ...]) -> Iterable[ast.AST]:
-    """The children of a compound statement outside its statement lists: its test, target, items, handlers."""
-    for name in node._fields:
-        if name in blocks:
-            continue
-        value = getattr(node, name, None)
-        for item in value if isinstance(value, list) else (value,):
-            if isinstance(item, ast.AST):
-                yield item
-
-
-def _span(statements: List[ast.stmt]) -> Span:
-    return (_start(statements[0]), _end(statements[-1]))
-
-
-def _start(node: ast.AST) -> Position:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-
-
-def _end(node: ast.AST) -> Position:
-    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
 
 
 _BINDERS = {

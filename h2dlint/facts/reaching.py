@@ -12,13 +12,37 @@ ran. Loops are not looked into: a binding later in a loop body that holds the us
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 Position = Tuple[int, int]  # (line, column) as `ast` gives them
 Span = Tuple[Position, Position]
 # One binding of a name: where it takes effect, the value of a plain `name = value` (None for any other
 # binding), and the statement list it is made in (from its first statement's start to its last one's end).
 Binding = Tuple[Position, Optional[ast.expr], Span]
+
+
+def start_of(node: ast.AST) -> Position:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def end_of(node: ast.AST) -> Position:
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
+
+
+def statements_span(statements: Sequence[ast.stmt]) -> Span:
+    """Where a statement list runs: from its first statement's start to its last one's end."""
+    return (start_of(statements[0]), end_of(statements[-1]))
+
+
+def outside_blocks(node: ast.AST, blocks: Sequence[str]) -> Iterable[ast.AST]:
+    """The children of a compound statement outside its statement lists `blocks`: its test, target, items."""
+    for name in node._fields:
+        if name in blocks:
+            continue
+        value = getattr(node, name, None)
+        for item in value if isinstance(value, list) else (value,):
+            if isinstance(item, ast.AST):
+                yield item
 
 
 def certain_binding(timeline: Sequence[Binding], here: Position) -> Optional[Binding]:
