@@ -88,3 +88,19 @@ def test_writes_are_kept_per_field_with_the_statement_list_they_are_made_in():
     assert sorted(writes) == ["m.a", "self.b"]
     assert [value.value if value is not None else None for _, value, _ in writes["m.a"]] == [1, 2]
     assert writes["self.b"][0][1] is None  # `+=`: no plain value
+
+
+def test_fields_written_inside_a_case_or_an_except_handler_are_kept():
+    # `case` clauses carry no position in `ast` (a fuzz case once raised on them)
+    function = ast.parse(textwrap.dedent("""
+        def f(self, m, ids):
+            match ids:
+                case [a, *rest]:
+                    m.a = 1
+            try:
+                pass
+            except ValueError as e:
+                m.b = 2
+    """)).body[0]
+    writes = AttributeWrites(function).writes
+    assert sorted(writes) == ["m.a", "m.b"]

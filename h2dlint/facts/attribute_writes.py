@@ -67,6 +67,8 @@ class AttributeWrites:
                 self._visit_statement(child, block)  # an `except` handler or a `case`: its own statements
 
     def _record_writes(self, statement: ast.AST, block: Span) -> None:
+        if not isinstance(statement, ast.stmt):
+            return  # an `except` handler or a `case` binds names, never fields (and a `case` has no position)
         where = end_of(statement)
         if isinstance(statement, ast.Assign):
             single = len(statement.targets) == 1
