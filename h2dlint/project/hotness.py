@@ -251,7 +251,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
         else:
             alone = caller not in reached and not call.in_service_loop
             root = replace(loop_root(module, call), loop_alone=alone)
-        targets = [callee for callee in targets if callee not in entry_points]
+        # A loop that calls the function it is in walks a tree (checkers, modules): it runs as often as the
+        # outermost call, which the function's own callers decide.
+        targets = [callee for callee in targets if callee not in entry_points and callee != caller]
         root = replace(root, on_arrival=True) if caller in on_arrival else root
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)

@@ -5,7 +5,9 @@ Each file's `ModuleSummary` lists the functions it defines, the calls it makes (
 
 - `f()` and `X.m()` through imports (`from pkg.batch import Batch`, `import pkg.utils as u`), following
   re-exports in `__init__.py` files, star imports (`from .common import *`) included;
-- `self.m()` / `super().m()` through base classes defined in other files (`index_hierarchy`);
+- `self.m()` / `super().m()` through base classes defined in other files (`index_hierarchy`), and `self.m()`
+  also to the overrides of `m` in the project's subclasses of the caller's class: a base class's template
+  method (`apply` calling `self._apply(...)`) runs each subclass's `_apply` as often as it runs itself;
 - `self.pool.alloc()`, `batch.prepare()`, `self.runner.backend.plan()` on a receiver whose class is known:
   an instance attribute given a class (`self.pool = Pool(...)`, `self.pool: Pool`, a class-body field
   `pool: Pool`, `self.pool = pool` with `pool: Pool`, `self.pool = self.make_pool()` where
@@ -184,6 +186,24 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
     # --- resolution -------------------------------------------------------------------------------------------
 
     def _resolve(self, module: str, call: CallRef) -> List[Key]:
+        found = self._resolve_defined(module, call)
+        if call.kind is not CallKind.SELF:
+            return found
+        overrides = [key for key in self._overrides_for_self(module, call) if key not in found]
+        return found + overrides
+
+    def _overrides_for_self(self, module: str, call: CallRef) -> List[Key]:
+        """`self.m()` may run the `m` of any subclass of the caller's class that overrides it."""
+        cls = self._local[module].enclosing_class(call.caller)
+        if cls is None:
+            return []
+        found = self._overrides((module, cls), call.name)
+        if call.reads_attribute:
+            found = [key for key in found if (function := self.function(key)) is not None and function.is_property]
+        return found
+
+    def _resolve_defined(self, module: str, call: CallRef) -> List[Key]:
+        """What `call` reaches as written: the function or method it names, or inherits."""
         local = self._local[module].resolve(call)
         if local:
             return local
