@@ -118,3 +118,26 @@ def test_generated_modular_sources_are_skipped_unless_switched_back_on(tmp_path,
     assert files(str(tmp_path / "pkg/models/llama/modular_llama.py")) == ["modular_llama.py"]  # named: checked
     write(tmp_path, "pyproject.toml", "[tool.h2dlint]\ndefault-exclude = false\n")
     assert files(str(tmp_path / "pkg")) == ["modeling_llama.py", "modular_llama.py", "modular_pipeline.py"]
+
+
+TRAIN_STEP = """\
+import torch
+
+
+def train_step(model, batch, losses):
+    loss = model(batch).sum()
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    print(loss.item(), grad_norm.item())
+    mean_loss = torch.tensor(losses).mean()
+    value = loss.item()
+    return mean_loss.item(), value > 1.0
+"""
+
+
+def test_with_the_training_preset_a_loss_and_a_gradient_norm_are_on_the_device():
+    rows = [d.span.row for d in check_source(TRAIN_STEP, Settings(select=("HTD2",), preset="training"))]
+    assert rows == [8, 8, 10]  # not the host `mean_loss`, nor the comparison of the number `value`
+    assert check_source(TRAIN_STEP, Settings(select=("HTD2",))) == []  # a serving engine's losses are outputs
+    off = Settings(select=("HTD2",), preset="training", disable_heuristics=("placement-name-training-scalar",))
+    assert check_source(TRAIN_STEP, off) == []

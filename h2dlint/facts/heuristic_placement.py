@@ -54,6 +54,20 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ),
     ),
     Heuristic(
+        "placement-name-training-scalar", Effect.PLACEMENT, Group.CONVENTION,
+        "a trainer's loss comes out of the model and its loss function on the accelerator (`loss`, `*_loss`), "
+        "and the gradient norm (`grad_norm`, `total_norm`) out of the gradients, where the parameters are; "
+        "reading either on the host every step is the sync trainers defer to their logging steps; a host name "
+        "or provenance (`loss = loss.item()`, `torch.tensor(losses)`) contradicts it: unknown; with the training "
+        "preset only (a serving engine's `ce_loss` is an output it has copied to the host)",
+        ("loss", "*_loss", "grad_norm", "total_norm"),
+        evidence=(
+            "torchtitan trainer.py:1008",
+            "torchtitan models/flux/trainer.py:348",
+            "torchtitan experiments/rl/actors/trainer.py:470",
+        ),
+    ),
+    Heuristic(
         "placement-sibling-host-mirror", Effect.PLACEMENT, Group.CONVENTION,
         "a tensor whose `<name>_cpu` (or `_host`) sibling exists is the device copy that the mirror shadows; "
         "not in a function that makes that mirror of it (`self.lens_cpu = lens`: `lens` is the host data), nor "

@@ -26,6 +26,7 @@ HOST_NAMES = "placement-name-host"
 DEVICE_NAMES = "placement-name-device"
 MODEL_OUTPUTS = "placement-name-model-output"
 ROUTING = "placement-name-routing"
+TRAINING_SCALARS = "placement-name-training-scalar"
 SIBLING = "placement-sibling-host-mirror"
 NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
@@ -49,6 +50,7 @@ class Conventions:
     sibling: bool
     model_outputs: Tuple[str, ...] = ()  # `placement-name-model-output`: weighed after the host names
     routing: Tuple[str, ...] = ()  # `placement-name-routing`: so are these
+    training_scalars: Tuple[str, ...] = ()  # `placement-name-training-scalar`: and these
     named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
     public_from_callers: bool = False  # `placement-parameter-from-module-callers`: public functions too
@@ -79,6 +81,7 @@ class Conventions:
             ((self.host, HOST_NAMES), (self.device, DEVICE_NAMES)),
             (((), HOST_NAMES), (self.model_outputs, MODEL_OUTPUTS)),
             (((), HOST_NAMES), (self.routing, ROUTING)),
+            (((), HOST_NAMES), (self.training_scalars, TRAINING_SCALARS)),
         )
         for layer, (host_table, device_table) in enumerate(layers):
             # The project's globs may name a tensor as written (`self.input_ids`); the defaults name its last
@@ -193,6 +196,7 @@ def conventions_from(settings: Settings) -> Conventions:
         sibling=settings.enabled(SIBLING),
         model_outputs=patterns(MODEL_OUTPUTS),
         routing=patterns(ROUTING),
+        training_scalars=BY_ID[TRAINING_SCALARS].patterns if settings.training_convention(TRAINING_SCALARS) else (),
         named_like_class=settings.enabled(NAMED_LIKE_CLASS),
         parameter_from_callers=settings.enabled(FROM_CALLERS),
         public_from_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_MODULE_CALLERS),

@@ -216,6 +216,11 @@ class Settings:
         (`hot-per-request-multimodal-branch`): serving defaults only, as a trainer takes them every step."""
         return self._serving_level("hot-per-request-multimodal-branch")
 
+    def training_convention(self, heuristic: str) -> bool:
+        """Whether the placement convention `heuristic`, which speaks of trainers, applies: switched on, and the
+        training preset chosen (a serving engine's `ce_loss` is an output already copied to the host)."""
+        return self.preset == "training" and self.enabled(heuristic)
+
     def _serving_level(self, heuristic: str) -> bool:
         """Whether the level heuristic `heuristic` applies: switched on, and the preset keeps serving's names
         (`facts.heuristic_levels` speaks of serving engines only)."""
