@@ -217,3 +217,20 @@ def test_a_fix_whose_file_would_not_compile_is_reported_not_written(tmp_path, ru
     code, _, err = run_cli("check", "--fix", "--unsafe-fixes", "--no-cache", str(path))
     assert (code, err) == (1, f"{path}: error: Python does not compile this file ('return' outside function); not fixed\n")
     assert path.read_text(encoding="utf-8") == HOT + "return 5\n"
+
+
+def test_a_device_literal_in_an_f_string_takes_the_quote_the_f_string_does_not_use():
+    from h2dlint.fixing.transform import rewrite_source
+    from h2dlint.project.findings import check_source
+
+    def rewritten(expression):
+        text = f"import torch\n\ndef forward(ids):\n    return {expression}\n"
+        fixes = [d.fix for d in check_source(text, Settings()) if d.fix is not None]
+        return rewrite_source(text, fixes, "h2dlint.runtime")
+
+    double = rewritten('f"{torch.tensor(ids).cuda()}"')
+    assert "f\"{h2d_tensor(ids, device='cuda')}\"" in double.code
+    single = rewritten("f'{torch.tensor(ids).cuda()}'")
+    assert "f'{h2d_tensor(ids, device=\"cuda\")}'" in single.code
+    both = rewritten("f\"{f'{torch.tensor(ids).cuda()}'}\"")  # no quote left before Python 3.12: not fixed
+    assert not both.applied and "both quotes" in both.rejected[0][1]

@@ -36,6 +36,9 @@ FOUND = [  # (program, the fixes it takes)
     # libcst drops a "\r"-only file's blank lines inside a parenthesised continuation (and at its end): the
     # fix changed lines outside the flagged call.
     (Program("import torch\rdef forward(ids, dev):\r    x = (torch.tensor(ids)\r\r      .cuda())\r    y = (1,\r\r  2)\r"), 1),
+    # A fix inside an f-string wrote the device as `"cuda"`, the f-string's own quote: before Python 3.12 the
+    # fixed file did not compile.
+    (Program(HOT.format('f"{torch.tensor(ids).cuda()}"')), 1),
     # Reading field writes asked a `case` clause, which has no position, where it ends: AttributeError.
     (Program("import torch\n\ndef forward(self, ids):\n    match ids:\n        case [a, *rest]:\n"
              "            x = torch.tensor(ids).to(self.model.device, non_blocking=True)\n"), 1),

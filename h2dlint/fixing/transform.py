@@ -68,6 +68,7 @@ class HostToDeviceRewrites(cst.CSTTransformer):
         self.rejected: List[Tuple[Fix, str]] = []
         self.replacements: Dict[Fix, Tuple[Span, cst.CSTNode]] = {}  # what each fix replaced, with what
         self._done: Set[Span] = set()
+        self._string_quotes: List[str] = []  # the quotes of the f-strings around the node being visited
         spans = (*self._by_call, *self._by_absorbed)
         self._targets = [((span.row, span.column), (span.end_row, span.end_column)) for span in spans]
 
@@ -94,6 +95,16 @@ class HostToDeviceRewrites(cst.CSTTransformer):
             if device is not None:
                 self._devices[fix.call] = _as_keyword_value(device)
         return True
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> Optional[bool]:
+        self._string_quotes.append(node.quote)
+        return True
+
+    def leave_FormattedString(
+        self, original_node: cst.FormattedString, updated_node: cst.FormattedString
+    ) -> cst.BaseExpression:
+        self._string_quotes.pop()
+        return updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         span = self._span(original_node)
@@ -124,6 +135,8 @@ class HostToDeviceRewrites(cst.CSTTransformer):
         problem = self._callee_problem(original, fix)
         if problem is None and isinstance(fix.device, Span) and fix.call not in self._devices:
             problem = "the device argument of the copy was not found"
+        if problem is None and isinstance(fix.device, str) and self._device_literal(fix.device) is None:
+            problem = "inside f-strings that use both quotes, a device literal cannot be written before Python 3.12"
         if problem is not None:
             self.rejected.append((fix, problem))
             return updated
@@ -150,8 +163,15 @@ class HostToDeviceRewrites(cst.CSTTransformer):
 
     def _device(self, fix: Fix) -> Optional[cst.BaseExpression]:
         if isinstance(fix.device, str):
-            return cst.parse_expression(fix.device)
+            return cst.parse_expression(self._device_literal(fix.device) or fix.device)
         return self._devices.get(fix.call) if fix.device is not None else None
+
+    def _device_literal(self, literal: str) -> Optional[str]:
+        """The device string `literal` (`"cuda"`) in a quote that the f-strings around it do not use: before
+        Python 3.12 an f-string's expressions cannot hold its own quote. None when they use both."""
+        used = "".join(self._string_quotes)
+        quote = next((q for q in ('"', "'") if q not in used), None)
+        return None if quote is None else quote + ast.literal_eval(literal) + quote
 
     def _helper_call(self, updated: cst.Call, fix: Fix) -> cst.Call:
         new = updated.with_changes(func=cst.parse_expression(self.plan.names[fix.target].reference))
