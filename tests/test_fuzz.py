@@ -39,6 +39,9 @@ FOUND = [  # (program, the fixes it takes)
     # A fix inside an f-string wrote the device as `"cuda"`, the f-string's own quote: before Python 3.12 the
     # fixed file did not compile.
     (Program(HOT.format('f"{torch.tensor(ids).cuda()}"')), 1),
+    # A file whose first line ends in "\r" and the others in "\n": the helper's import took libcst's default
+    # line break, the first line's, and its "\r" ran into the blank line after it as one "\r\n".
+    (Program('\r"x"\nimport torch\n\ndef forward(ids, dev):\n    x = torch.tensor(ids, device=0); y = 1'), 1),
     # Reading field writes asked a `case` clause, which has no position, where it ends: AttributeError.
     (Program("import torch\n\ndef forward(self, ids):\n    match ids:\n        case [a, *rest]:\n"
              "            x = torch.tensor(ids).to(self.model.device, non_blocking=True)\n"), 1),

@@ -127,7 +127,17 @@ def _with_statement(module: cst.Module, statement: cst.SimpleStatementLine, key:
     end = _leading_imports_end(body)
     if end and _is_import_line(body[end - 1]):
         return _inserted(body, end - 1, statement, key)
-    return [*body[:end], statement, *body[end:]]
+    neighbour = body[end - 1] if end else (body[0] if body else None)
+    return [*body[:end], _breaking_like(statement, neighbour), *body[end:]]
+
+
+def _breaking_like(statement: cst.SimpleStatementLine, neighbour: Optional[cst.BaseStatement]) -> cst.SimpleStatementLine:
+    """`statement` ending its line as `neighbour` does: libcst's default line break is the first line's, which a
+    file that mixes line breaks may use nowhere near the imports."""
+    if not isinstance(neighbour, cst.SimpleStatementLine):
+        return statement
+    trailing = statement.trailing_whitespace.with_changes(newline=neighbour.trailing_whitespace.newline)
+    return statement.with_changes(trailing_whitespace=trailing)
 
 
 def _inserted(
@@ -137,6 +147,7 @@ def _inserted(
     top-level package, if one does; for a first-party helper, the project's own section after it): after the
     straight imports, among the `from` imports in module order. After `import torch; x = 1`, a line that is not
     only imports, it goes on the next line."""
+    statement = _breaking_like(statement, body[anchor] if anchor < len(body) else None)
     if anchor < len(body) and not _is_import_line(body[anchor]):
         return [*body[: anchor + 1], statement, *body[anchor + 1 :]]
     if anchor >= len(body):
