@@ -80,10 +80,13 @@ def _run_and_kill_after_first_write(folder: Path, first: bytes, sig: int) -> sub
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["KILL", "TERM", "INT"])
 def test_a_killed_fix_leaves_each_file_old_or_new(tmp_path, fixed_tree, sig):
     source, before, after = fixed_tree
-    folder = tmp_path / "tree"
-    shutil.copytree(source, folder)
-    modes = _modes(folder)
-    result = _run_and_kill_after_first_write(folder, before[Path("m000.py")], sig)
+    for attempt in range(5):  # on a loaded machine the watcher may wake after the run has written every file
+        folder = tmp_path / f"tree{attempt}"
+        shutil.copytree(source, folder)
+        modes = _modes(folder)
+        result = _run_and_kill_after_first_write(folder, before[Path("m000.py")], sig)
+        if not (result.returncode == 0 and _contents(folder) == after):
+            break
     assert result.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130), result.stderr
     now = _contents(folder)
     assert set(now) == set(before)
