@@ -2,9 +2,11 @@
 
     python benchmarks/d2h_findings.py sglang=/tmp/engines/sglang_x/sglang/srt vllm=/tmp/engines/vllm_x/vllm \
         lmdeploy=/tmp/engines/lmdeploy_x/lmdeploy torchtitan=/tmp/engines/torchtitan_x/torchtitan \
-        aphrodite=/tmp/engines/aphrodite_engine_x/aphrodite --labels benchmarks/d2h_labels.tsv
+        aphrodite=/tmp/engines/aphrodite_engine_x/aphrodite --labels benchmarks/d2h_labels.tsv \
+        [--preset torchtitan=training]
 
-Runs h2dlint over each tree as `h2dlint check --select HTD2 TREE` does (one project, no cache) and joins its
+Runs h2dlint over each tree as `h2dlint check --select HTD2 TREE` does (one project, no cache; `--preset` as a
+tree's users would set it) and joins its
 findings by `path:line` with the labels, which `benchmarks/d2h_scan.py` sampled and a reader labelled without
 h2dlint's verdicts. The sample is in sha1 order of `path:line`, unrelated to the rules, so over the labelled
 sites:
@@ -53,7 +55,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--labels", required=True)
     parser.add_argument("--finding-labels", default=None, help="blind labels of a uniform sample of findings")
     parser.add_argument("--fresh-labels", default=None, help="blind labels of fresh samples of unlabelled findings")
+    parser.add_argument(
+        "--preset", action="append", default=[], metavar="NAME=PRESET",
+        help="check tree NAME with this preset (`torchtitan=training`), as its users would configure it",
+    )
     args = parser.parse_args(argv)
+    presets = dict(spec.partition("=")[::2] for spec in args.preset)
     labels = read_labels(args.labels)
     fresh = read_labels(args.fresh_labels) if args.fresh_labels else {}
     sampled = {**(read_labels(args.finding_labels) if args.finding_labels else {}), **fresh}
@@ -66,7 +73,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sampled_totals: Counter = Counter()
     for spec in args.engines:
         name, _, root = spec.partition("=")
-        found = findings(root)
+        found = findings(root, presets.get(name))
         counts = judge(name, found, labels)
         print_tree(name, found, counts)
         totals.update(counts["all"])
@@ -155,9 +162,9 @@ def read_labels(path: str) -> Labels:
     return labels
 
 
-def findings(root: str) -> Dict[str, Set[str]]:
-    """`path:line` -> the HTD2xx codes reported there."""
-    settings = settings_from(config_for_path(root), Overrides())
+def findings(root: str, preset: Optional[str] = None) -> Dict[str, Set[str]]:
+    """`path:line` -> the HTD2xx codes reported there (with `preset`, as `--preset` would check the tree)."""
+    settings = settings_from(config_for_path(root), Overrides(preset=preset))
     settings = Settings(**{**_fields(settings), "select": ("HTD2",)})
     found: Dict[str, Set[str]] = defaultdict(set)
     for result in check_paths([root], settings, EXCLUDES, use_cache=False):
