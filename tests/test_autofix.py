@@ -234,3 +234,13 @@ def test_a_device_literal_in_an_f_string_takes_the_quote_the_f_string_does_not_u
     assert "f'{h2d_tensor(ids, device=\"cuda\")}'" in single.code
     both = rewritten("f\"{f'{torch.tensor(ids).cuda()}'}\"")  # no quote left before Python 3.12: not fixed
     assert not both.applied and "both quotes" in both.rejected[0][1]
+
+
+def test_a_fix_the_rewrite_refuses_is_left_unfixable_and_says_why():
+    from h2dlint.fixing.autofix import fix_source
+
+    text = "import torch\n\ndef forward(ids):\n    return f\"{f'{torch.tensor(ids).cuda()}'}\"\n"
+    after, fixed, remaining = fix_source(text, Settings(), unsafe=True)
+    assert (after, fixed) == (text, 0)
+    [left] = remaining
+    assert left.fix is None and "The fix was not made: inside f-strings that use both quotes" in left.remedy

@@ -37,8 +37,9 @@ FOUND = [  # (program, the fixes it takes)
     # fix changed lines outside the flagged call.
     (Program("import torch\rdef forward(ids, dev):\r    x = (torch.tensor(ids)\r\r      .cuda())\r    y = (1,\r\r  2)\r"), 1),
     # A fix inside an f-string wrote the device as `"cuda"`, the f-string's own quote: before Python 3.12 the
-    # fixed file did not compile.
+    # fixed file did not compile. With both quotes in use there is none left: not fixed, and no longer fixable.
     (Program(HOT.format('f"{torch.tensor(ids).cuda()}"')), 1),
+    (Program(HOT.format("f\"{f'{torch.tensor(ids).cuda()}'}\"")), 0),
     # A file whose first line ends in "\r" and the others in "\n": the helper's import took libcst's default
     # line break, the first line's, and its "\r" ran into the blank line after it as one "\r\n".
     (Program('\r"x"\nimport torch\n\ndef forward(ids, dev):\n    x = torch.tensor(ids, device=0); y = 1'), 1),

@@ -8,7 +8,7 @@ import difflib
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -16,7 +16,7 @@ from h2dlint.checker.file_summary import failure_reason
 from h2dlint.facts.heat import Heat
 from h2dlint.facts.settings import Settings
 from h2dlint.facts.sources import SourceError, decode_source, read_bytes
-from h2dlint.facts.summary import SAFE, Fix
+from h2dlint.facts.summary import SAFE, Fix, Span
 from h2dlint.project.findings import Diagnostic, check_source_with_heat
 from h2dlint.rules import Rule
 
@@ -55,17 +55,30 @@ def fix_source(
     check = partial(check_source_with_heat, settings=settings, rules=rules, known=known)
     fixed = 0
     diagnostics = check(text)
+    refused: Dict[Span, str] = {}  # the fixes the rewrite refused in `text`, by call, with why
     for _ in range(MAX_PASSES):
         fixes = [d.fix for d in diagnostics if applies(d.fix, unsafe)]
         if not fixes:
             break
         rewritten = rewrite_source(text, fixes, settings.helper_module, settings.helper_first_party)
+        refused = {fix.call: why for fix, why in rewritten.rejected}
         if not rewritten.applied:
             break
         _require_compiles(rewritten.code, before=text)
         text, fixed = rewritten.code, fixed + len(rewritten.applied)
         diagnostics = check(text)
-    return text, fixed, diagnostics
+        refused = {}  # its spans were those of the text before
+    return text, fixed, [_unfixed(d, refused) for d in diagnostics]
+
+
+def _unfixed(diagnostic: Diagnostic, refused: Dict[Span, str]) -> Diagnostic:
+    """`diagnostic`, no longer offering the fix the rewrite refused, and saying why."""
+    why = refused.get(diagnostic.fix.call) if diagnostic.fix is not None else None
+    if why is None:
+        return diagnostic
+    note = f"The fix was not made: {why}."
+    remedy = f"{diagnostic.remedy} {note}" if diagnostic.remedy else note
+    return replace(diagnostic, fix=None, message=f"{diagnostic.message} {note}", remedy=remedy)
 
 
 def applies(fix: Optional[Fix], unsafe: bool) -> bool:
