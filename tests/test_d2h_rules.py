@@ -172,3 +172,20 @@ def sample(logits, cpu_logits, target_logits):
     assert sorted(found) == [(4, "HTD201"), (6, "HTD201"), (7, "HTD205")]
     assert "is named like a device tensor (`logits`)" in found[(4, "HTD201")]
     assert "is named like a device tensor (`*_logits`)" in found[(6, "HTD201")]
+
+
+def test_a_tensor_indexed_by_a_device_index_is_on_the_device():
+    # sglang's `embed_mm_inputs`: `torch.unique(input_ids[placeholder_masks])`, the mask built on the device;
+    # PyTorch indexes a tensor only with indices on its own device or on the CPU.
+    source = """
+        import torch
+
+        def forward(input_ids, pad_ids, bufs, device_id, keep):
+            pad = torch.tensor(pad_ids, device=input_ids.device)
+            masks = torch.isin(input_ids, pad)
+            picked = input_ids[masks]
+            a = picked.tolist()
+            b = bufs[device_id].item()  # a name is no evidence: `device_id` may be a number indexing a list
+            c = input_ids[keep].tolist()  # an index of unknown placement says nothing
+    """
+    assert codes(source) == [("HTD202", 7), ("HTD201", 8)]

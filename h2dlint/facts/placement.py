@@ -125,7 +125,9 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
             found = placement_of(expr.value, scope, depth + 1)
         return found.via(f"line {expr.lineno}: `{short(expr)}`") if found.place is not Place.UNKNOWN else found
     if isinstance(expr, ast.Subscript):  # a view of a tensor, or an item of a container of them
-        return placement_of(expr.value, scope, depth + 1)
+        found = placement_of(expr.value, scope, depth + 1)
+        indexed = _indexed_on_the_device(expr, scope, depth) if found.place is Place.UNKNOWN else UNKNOWN
+        return indexed if indexed.place is Place.DEVICE else found
     if isinstance(expr, ast.Call):
         from h2dlint.facts.placement_calls import placement_of_call  # late: placement_calls imports this module
 
@@ -145,6 +147,20 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
         return placement_of(expr.operand, scope, depth + 1).unpinned()
     if isinstance(expr, ast.Constant) and expr.value is None:
         return NO_TENSOR
+    return UNKNOWN
+
+
+def _indexed_on_the_device(expr: ast.Subscript, scope: PlacementScope, depth: int) -> Placement:
+    """`x[mask]`, `x[idx]` with an index tensor shown to be on the device: PyTorch indexes a tensor only with
+    indices on its own device (or on the CPU), so `x`, and what the subscript gives, are there too. The index's
+    own name is no evidence here: `buffers[device_id]` may index a list with a number."""
+    parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+    for part in parts:
+        if isinstance(part, (ast.Slice, ast.Constant, ast.Starred)):
+            continue
+        found = _provenance(part, scope, depth + 1)
+        if found.place is Place.DEVICE:
+            return found.via(f"line {expr.lineno}: `{short(expr)}`, indexed by `{short(part)}` on the device")
     return UNKNOWN
 
 
