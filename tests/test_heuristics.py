@@ -600,6 +600,8 @@ def test_heuristics_command_lists_and_describes(run_cli):
     code, out, _ = run_cli("heuristics", "hot-name-forward")
     assert code == 0 and "forward_*" in out and BY_ID["hot-name-forward"].rationale in out
     assert run_cli("heuristics", "nope")[0] == 2
+    _, out, _ = run_cli("heuristics", "placement-name-training-scalar")  # its evidence is of the D2H census
+    assert "evidence: torchtitan trainer.py:1008" in out and "engine_labels.tsv" not in out
 
 
 def test_a_flag_whose_name_turns_its_sense_round_guards_nothing():

@@ -136,7 +136,7 @@ def run_heuristics(args: argparse.Namespace) -> int:
     if found.exceptions:
         print(f"except: {', '.join(found.exceptions)}")
     for row in found.evidence:
-        print(f"evidence: {row} (benchmarks/engine_labels.tsv)")
+        print(f"evidence: {row} (a blindly labelled site of the censuses in benchmarks/*labels.tsv)")
     print(f"switch it off with `--disable-heuristics {found.id}` or `disable-heuristics = [\"{found.id}\"]`")
     return EXIT_CLEAN
 

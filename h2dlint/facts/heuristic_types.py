@@ -38,7 +38,7 @@ class Heuristic:
     group: Group
     rationale: str  # one line: why code this heuristic matches is hot or cold
     patterns: Tuple[str, ...] = ()  # the fnmatch globs of a name heuristic, in matching order
-    evidence: Tuple[str, ...] = ()  # `engine path:line` rows of benchmarks/engine_labels.tsv
+    evidence: Tuple[str, ...] = ()  # `engine path:line` rows of the blind censuses (benchmarks/*labels.tsv)
     exceptions: Tuple[str, ...] = ()  # globs of names that `patterns` match but the heuristic does not
 
 
