@@ -46,6 +46,7 @@ from h2dlint.facts.placement_values import (
     DISPUTED, EITHER, NO_TENSOR, UNKNOWN, Place, Placement, agree, agree_all, short,
 )
 from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.syntax import index_parts
 from h2dlint.facts.tensor_dims import has_dims
 
 # Fields of what a tensor operation returns that are tensors where it is: `x.max(-1).values`, `x.sort().indices`,
@@ -154,10 +155,7 @@ def _indexed_on_the_device(expr: ast.Subscript, scope: PlacementScope, depth: in
     """`x[mask]`, `x[idx]` with an index tensor shown to be on the device: PyTorch indexes a tensor only with
     indices on its own device (or on the CPU), so `x`, and what the subscript gives, are there too. The index's
     own name is no evidence here: `buffers[device_id]` may index a list with a number."""
-    parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
-    for part in parts:
-        if isinstance(part, (ast.Slice, ast.Constant, ast.Starred)):
-            continue
+    for part in index_parts(expr.slice):
         found = _provenance(part, scope, depth + 1)
         if found.place is Place.DEVICE:
             return found.via(f"line {expr.lineno}: `{short(expr)}`, indexed by `{short(part)}` on the device")

@@ -68,6 +68,13 @@ def dotted_name(expr: ast.expr) -> Optional[str]:
     return None
 
 
+def index_parts(index: ast.expr) -> Iterator[ast.expr]:
+    """The parts of a subscript's index that may be tensors: each item of `x[a, b]`, less slices, literals and
+    starred items."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return (part for part in parts if not isinstance(part, (ast.Slice, ast.Constant, ast.Starred)))
+
+
 def is_self(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Name) and expr.id in ("self", "cls")
 

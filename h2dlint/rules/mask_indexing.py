@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Tuple
+from typing import Optional
 
 from h2dlint.facts.arguments import keyword_value, positional_args
 from h2dlint.facts.placement_values import Place
 from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.syntax import index_parts
 from h2dlint.rules.base import Invalid, Match, Valid
 from h2dlint.rules.context import Context, NodeKind
 from h2dlint.rules.device_to_host import (
@@ -218,7 +219,7 @@ class MaskIndexing(DeviceToHostRule):
         return self._masked(subscript, context, UPDATE_REMEDY if update else WRITE_REMEDY)
 
     def _masked(self, subscript: ast.Subscript, context: Context, remedy: str) -> Optional[Match]:
-        for part in _index_parts(subscript.slice):
+        for part in index_parts(subscript.slice):
             if _is_boolean(part, context.names, 0) or context.names_a_mask(part):
                 operand = device_operand(part, context)
                 if operand is not None:
@@ -239,11 +240,6 @@ def _fills_with_a_number(subscript: ast.Subscript, context: Context) -> bool:
     value = context.assigned
     known = tensor_by_construction(value, context.names, 0) or context.placement(value).place is not Place.UNKNOWN
     return not known
-
-
-def _index_parts(index: ast.expr) -> Iterator[ast.expr]:
-    parts: Tuple[ast.expr, ...] = tuple(index.elts) if isinstance(index, ast.Tuple) else (index,)
-    return (part for part in parts if not isinstance(part, (ast.Slice, ast.Constant)))
 
 
 def _is_boolean(expr: ast.expr, names: NameResolver, steps: int) -> bool:
