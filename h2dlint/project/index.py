@@ -198,9 +198,7 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
         if cls is None:
             return []
         found = self._overrides((module, cls), call.name)
-        if call.reads_attribute:
-            found = [key for key in found if (function := self.function(key)) is not None and function.is_property]
-        return found
+        return self._properties(found) if call.reads_attribute else found
 
     def _resolve_defined(self, module: str, call: CallRef) -> List[Key]:
         """What `call` reaches as written: the function or method it names, or inherits."""
@@ -229,7 +227,11 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
         """The property a read of an attribute of `self` or of an object of known class runs: inherited, or
         defined by that class or a subclass; never by name alone (a field elsewhere may share the name)."""
         found = self._inherited(module, call) if call.kind is CallKind.SELF else self._typed_receiver_call(module, call)
-        return [key for key in found if (function := self.function(key)) is not None and function.is_property]
+        return self._properties(found)
+
+    def _properties(self, keys: List[Key]) -> List[Key]:
+        """The properties among `keys`: what reading an attribute, rather than calling it, may run."""
+        return [key for key in keys if (function := self.function(key)) is not None and function.is_property]
 
     def _imported_function(self, module: str, name: str, caller: str = "") -> List[Key]:
         target = self._lookup_in(module, caller, name) if caller else self._lookup(module, name)
