@@ -55,10 +55,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--labels", required=True)
     parser.add_argument("--finding-labels", default=None, help="blind labels of a uniform sample of findings")
     parser.add_argument("--fresh-labels", default=None, help="blind labels of fresh samples of unlabelled findings")
-    parser.add_argument(
-        "--preset", action="append", default=[], metavar="NAME=PRESET",
-        help="check tree NAME with this preset (`torchtitan=training`), as its users would configure it",
-    )
+    add_preset_option(parser)
     args = parser.parse_args(argv)
     presets = dict(spec.partition("=")[::2] for spec in args.preset)
     labels = read_labels(args.labels)
@@ -162,10 +159,23 @@ def read_labels(path: str) -> Labels:
     return labels
 
 
+def add_preset_option(parser: argparse.ArgumentParser) -> None:
+    """`--preset NAME=PRESET` (repeatable); `dict(spec.partition("=")[::2] for spec in args.preset)` reads it."""
+    parser.add_argument(
+        "--preset", action="append", default=[], metavar="NAME=PRESET",
+        help="check tree NAME with this preset (`torchtitan=training`), as its users would configure it",
+    )
+
+
+def tree_settings(root: str, preset: Optional[str], select: Tuple[str, ...]) -> Settings:
+    """The settings `h2dlint check --select ... [--preset ...] ROOT` would use."""
+    settings = settings_from(config_for_path(root), Overrides(preset=preset))
+    return Settings(**{**_fields(settings), "select": select})
+
+
 def findings(root: str, preset: Optional[str] = None) -> Dict[str, Set[str]]:
     """`path:line` -> the HTD2xx codes reported there (with `preset`, as `--preset` would check the tree)."""
-    settings = settings_from(config_for_path(root), Overrides(preset=preset))
-    settings = Settings(**{**_fields(settings), "select": ("HTD2",)})
+    settings = tree_settings(root, preset, ("HTD2",))
     found: Dict[str, Set[str]] = defaultdict(set)
     for result in check_paths([root], settings, EXCLUDES, use_cache=False):
         for d in result.diagnostics:

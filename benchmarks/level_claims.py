@@ -26,10 +26,8 @@ import os
 from collections import Counter
 from typing import Dict, Optional, Sequence, Tuple
 
-from d2h_findings import EXCLUDES, _fields, read_labels
+from d2h_findings import EXCLUDES, add_preset_option, read_labels, tree_settings
 
-from h2dlint.facts.settings import Settings
-from h2dlint.project.config import Overrides, config_for_path, settings_from
 from h2dlint.project.run import check_paths
 
 LEVELS = ("per-step", "per-request")
@@ -40,10 +38,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("engines", nargs="+", help="NAME=ROOT for each tree")
     parser.add_argument("--labels", action="append", required=True, help="a label file; the first wins a line")
-    parser.add_argument(
-        "--preset", action="append", default=[], metavar="NAME=PRESET",
-        help="check tree NAME with this preset (`torchtitan=training`), as its users would configure it",
-    )
+    add_preset_option(parser)
     args = parser.parse_args(argv)
     presets = dict(spec.partition("=")[::2] for spec in args.preset)
     labels: Dict[Tuple[str, str], str] = {}
@@ -62,8 +57,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def findings(root: str, preset: Optional[str] = None) -> Dict[str, Dict[str, str]]:
     """`path:line` -> {rule family: the level its finding there claims}."""
-    settings = settings_from(config_for_path(root), Overrides(preset=preset))
-    settings = Settings(**{**_fields(settings), "select": FAMILIES})
+    settings = tree_settings(root, preset, FAMILIES)
     found: Dict[str, Dict[str, str]] = {}
     for result in check_paths([root], settings, EXCLUDES, use_cache=False):
         for d in result.diagnostics:
