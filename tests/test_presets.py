@@ -141,3 +141,34 @@ def test_with_the_training_preset_a_loss_and_a_gradient_norm_are_on_the_device()
     assert check_source(TRAIN_STEP, Settings(select=("HTD2",))) == []  # a serving engine's losses are outputs
     off = Settings(select=("HTD2",), preset="training", disable_heuristics=("placement-name-training-scalar",))
     assert check_source(TRAIN_STEP, off) == []
+
+
+MODEL_FORWARD = """\
+import torch
+from torch import nn
+
+
+class VisionEncoder(nn.Module):
+    def forward(self, pixels: torch.Tensor, *, grid_thw: torch.Tensor, seq_lens_cpu: torch.Tensor, flag: bool):
+        sizes = grid_thw.prod(-1).tolist()
+        if flag:
+            sizes = sizes[:1]
+        return pixels, sizes, seq_lens_cpu.tolist()
+
+    def _pool(self, lens: torch.Tensor):
+        return lens.tolist()
+
+
+def positions(tokens: torch.Tensor):
+    return tokens.tolist()
+"""
+
+
+def test_with_the_training_preset_the_tensors_a_forward_takes_are_on_the_device():
+    rows = [d.span.row for d in check_source(MODEL_FORWARD, Settings(select=("HTD2",), preset="training"))]
+    # `grid_thw` only: a host name contradicts the convention, a `bool` is no tensor, and neither a method
+    # other than `forward` nor a module function (with no caller here) takes what a trainer gives the model
+    assert rows == [7]
+    assert check_source(MODEL_FORWARD, Settings(select=("HTD2",))) == []  # serving encoders take host grids
+    off = Settings(select=("HTD2",), preset="training", disable_heuristics=("placement-parameter-training-forward",))
+    assert check_source(MODEL_FORWARD, off) == []

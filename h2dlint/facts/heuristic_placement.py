@@ -68,6 +68,18 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ),
     ),
     Heuristic(
+        "placement-parameter-training-forward", Effect.PLACEMENT, Group.CONVENTION,
+        "a trainer moves each batch to the accelerator before the model's forward, so a parameter of a class's "
+        "`forward` annotated as a tensor (`tokens: torch.Tensor`, `grid_thw: Tensor | None`) is on the device, "
+        "in every layer the batch reaches; a host name contradicts it (`seq_lens_cpu`): unknown; with the "
+        "training preset only (a serving engine's vision encoders take host `grid_thw` on purpose)",
+        evidence=(
+            "torchtitan models/common/multimodal.py:72",
+            "torchtitan models/common/multimodal.py:89",
+            "torchtitan models/kimi_k2_7/vision_encoder.py:439",
+        ),
+    ),
+    Heuristic(
         "placement-sibling-host-mirror", Effect.PLACEMENT, Group.CONVENTION,
         "a tensor whose `<name>_cpu` (or `_host`) sibling exists is the device copy that the mirror shadows; "
         "not in a function that makes that mirror of it (`self.lens_cpu = lens`: `lens` is the host data), nor "

@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Tuple
 
 from h2dlint.facts.placement import placement_of
-from h2dlint.facts.placement_conventions import FROM_CALLERS
+from h2dlint.facts.placement_conventions import FROM_CALLERS, TRAINING_FORWARD
 from h2dlint.facts.placement_exports import FunctionNode, exported
 from h2dlint.facts.placement_regions import own_nodes, spans_any
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
@@ -46,6 +46,23 @@ _HIDDEN = object()  # `*args` or `**kwargs` may pass it
 
 def is_private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
+
+
+MODEL_INPUT = Placement(
+    Place.DEVICE, "is an input of a model's `forward`, which a trainer gives on the device", heuristic=TRAINING_FORWARD
+)
+
+
+def is_model_input(function: Optional[FunctionNode], class_name: Optional[str], name: str) -> bool:
+    """Whether `name` is a parameter of a class's `forward` annotated as a tensor (`tokens: torch.Tensor`,
+    `grid_thw: Optional[Tensor]`): what a trainer gives the model (`placement-parameter-training-forward`)."""
+    if function is None or class_name is None or function.name != "forward":
+        return False
+    arguments = function.args
+    for parameter in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+        if parameter.arg == name:
+            return parameter.annotation is not None and "Tensor" in ast.unparse(parameter.annotation)
+    return False
 
 
 def is_called_unseen(name: str) -> bool:
@@ -71,6 +88,8 @@ class CallerArguments:
         calls of it in this module (for a public function, a question for the project); unknown for one defined
         inside another. A private function's calls are all in this module, so what the module tells other files
         (`exports`) rests on them too; a public one's would be a question of its own, and stays unknown there."""
+        if self._conventions.training_forward and is_model_input(function, class_name, name):
+            return MODEL_INPUT
         private = function is not None and is_private(function.name)
         if self._exporting and not private:
             return UNKNOWN  # what other files are told (`exports`) does not rest on a question of its own

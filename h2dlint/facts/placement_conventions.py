@@ -27,6 +27,7 @@ DEVICE_NAMES = "placement-name-device"
 MODEL_OUTPUTS = "placement-name-model-output"
 ROUTING = "placement-name-routing"
 TRAINING_SCALARS = "placement-name-training-scalar"
+TRAINING_FORWARD = "placement-parameter-training-forward"
 SIBLING = "placement-sibling-host-mirror"
 NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
@@ -51,6 +52,7 @@ class Conventions:
     model_outputs: Tuple[str, ...] = ()  # `placement-name-model-output`: weighed after the host names
     routing: Tuple[str, ...] = ()  # `placement-name-routing`: so are these
     training_scalars: Tuple[str, ...] = ()  # `placement-name-training-scalar`: and these
+    training_forward: bool = False  # `placement-parameter-training-forward` (`facts.placement_callers`)
     named_like_class: bool = False  # `placement-parameter-named-like-class` (`facts.placement_typed`)
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
     public_from_callers: bool = False  # `placement-parameter-from-module-callers`: public functions too
@@ -197,6 +199,7 @@ def conventions_from(settings: Settings) -> Conventions:
         model_outputs=patterns(MODEL_OUTPUTS),
         routing=patterns(ROUTING),
         training_scalars=BY_ID[TRAINING_SCALARS].patterns if settings.training_convention(TRAINING_SCALARS) else (),
+        training_forward=settings.training_convention(TRAINING_FORWARD),
         named_like_class=settings.enabled(NAMED_LIKE_CLASS),
         parameter_from_callers=settings.enabled(FROM_CALLERS),
         public_from_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_MODULE_CALLERS),
