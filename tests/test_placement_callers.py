@@ -390,3 +390,35 @@ def step(layer: Layer, x, dev):
     renamed = layer.replace("forward", "apply_lens")
     root = demo_package(tmp_path / "renamed", {"layer": renamed, "caller": caller.replace("forward", "apply_lens")})
     assert set(project_findings(run_cli, root, "--no-cache")) == {("layer.py", row_of(renamed, "lens.tolist()"))}
+
+
+POSITIONS = """\
+import torch
+
+
+def positions(tokens, placeholder_id):
+    mask = tokens == placeholder_id
+    return mask.nonzero().tolist()
+"""
+
+CALLING = """\
+import torch
+
+from pkg.common import positions
+
+
+def forward(x, dev, ids):
+    return positions(x.cuda(), ids["image"])
+"""
+
+
+def test_an_operation_of_two_parameters_other_files_place_waits_on_the_first(tmp_path, run_cli):
+    # `tokens == placeholder_id`: both are questions to the file that calls `positions`; the device answer for
+    # `tokens` puts the comparison on the device, whatever `placeholder_id` turns out to be.
+    root = demo_package(tmp_path, {"common": POSITIONS, "model": CALLING})
+    code, out, err = run_cli("check", "--select", "HTD2", "--output-format", "json", "--no-cache", ".", cwd=root)
+    assert code == 1, err
+    assert {d["location"]["row"] for d in json.loads(out)} == {row_of(POSITIONS, "mask.nonzero()")}
+    write(root, "pkg/model.py", CALLING.replace("x.cuda()", "x.cpu()"))  # a host answer leaves it on the host
+    code, out, err = run_cli("check", "--select", "HTD2", "--output-format", "json", "--no-cache", ".", cwd=root)
+    assert (code, json.loads(out)) == (0, []), err

@@ -238,10 +238,16 @@ def arithmetic(
       device tensor (any other host tensor raises);
     - for a `broadcasting` operation (operators, `tensor_ops.BROADCASTING`), a host operand with a dimension
       (`tensor_dims`) keeps it on the host: a device operand would raise;
-    - a host operand that may have none gives unknown (a 0-dim host tensor mixes with a device tensor)."""
+    - a host operand that may have none gives unknown (a 0-dim host tensor mixes with a device tensor).
+    With none known, the result waits on the first operand that waits on another file (`pending`): where that
+    answer is the device, so is the result, whatever the others' questions would answer
+    (`tokens == placeholder_id`, both parameters that the project places)."""
     tensors = [o for o in operands if not _is_number(o)]
     found = [placement_of(o, scope, depth + 1) for o in tensors]
     known = [p for p in found if p.place is not Place.UNKNOWN]
+    waiting = [p for p in found if p.pending is not None]
+    if not known and waiting and not any(p is DISPUTED for p in found):
+        return waiting[0]
     if known and len(known) < len(found):
         if all(p.place is Place.DEVICE for p in known):
             return known[0]
