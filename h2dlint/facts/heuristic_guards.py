@@ -1,5 +1,5 @@
 """The guards that make a branch of hot code run once, not per step (`GUARD_HEURISTICS`): cached builds, memo
-tables, debugging and capture switches, error paths, and the fallback for a missing host mirror. The walk
+tables, debugging, capture and CPU-platform switches, once flags and error paths. The walk
 (`h2dlint.checker.walk_flow`) finds them with `h2dlint.facts.guards`. Part of the registry of
 `h2dlint.facts.heuristics`."""
 
@@ -9,7 +9,7 @@ from typing import Tuple
 
 from h2dlint.facts.heuristic_types import Effect, Group, Heuristic
 
-_COLD, _ONCE = Effect.COLD, Effect.ONE_TIME
+_ONCE = Effect.ONE_TIME
 
 GUARD_HEURISTICS: Tuple[Heuristic, ...] = (
     Heuristic(
