@@ -803,3 +803,46 @@ def test_glob_matcher_agrees_with_fnmatchcase_on_every_kind_of_glob():
             for name in names:
                 expected = any(fnmatch.fnmatchcase(name, p) for p in patterns)
                 assert (matches(name) is not None) == expected, (patterns, name)
+
+
+RECORD_CACHE = """\
+import dataclasses
+
+import torch
+
+
+@dataclasses.dataclass
+class Metadata:
+    seq_lens: torch.Tensor
+    _seq_lens_cpu: torch.Tensor = None
+
+    @property
+    def seq_lens_cpu(self):
+        if self._seq_lens_cpu is None:
+            self._seq_lens_cpu = self.seq_lens.to("cpu")
+        return self._seq_lens_cpu
+
+
+class Runner:
+    def __init__(self):
+        self._lens_cpu = None
+
+    def lens_cpu(self, lens):
+        if self._lens_cpu is None:
+            self._lens_cpu = lens.cuda().to("cpu")
+        return self._lens_cpu
+
+
+class FlashMetadataBuilder:
+    def build(self, meta: Metadata, runner: Runner, lens):
+        return meta.seq_lens_cpu, runner.lens_cpu(lens)
+"""
+
+
+def test_a_records_cached_copy_is_built_once_per_record_so_per_step(tmp_path, run_cli):
+    # engines build metadata records per step: the property copies each step; a runner's cache stays one-time
+    write(tmp_path, "meta.py", RECORD_CACHE)
+    code, out, err = run_cli("check", "--select", "HTD2", "--output-format", "json", "--no-cache", str(tmp_path))
+    assert code == 1, err
+    row = RECORD_CACHE.splitlines().index('            self._seq_lens_cpu = self.seq_lens.to("cpu")') + 1
+    assert [(d["code"], d["location"]["row"], d["level"]) for d in json.loads(out)] == [("HTD205", row, "per-step")]

@@ -22,6 +22,7 @@ from typing import (
     List,
     Optional,
     Sequence,
+    Set,
     TypeVar,
     Union,
 )
@@ -30,6 +31,7 @@ from h2dlint.checker.walk_flow import FlowWalk
 from h2dlint.facts.class_attributes import accelerator_attributes, host_default_attributes
 from h2dlint.facts.guards import flag_branch, lazy_build_return, once_flags, returns_unless_flag
 from h2dlint.facts.memo import runtime_lazy_memo_key
+from h2dlint.facts.placement_fields import is_record
 from h2dlint.facts.placement_conventions import conventions_from, mirror_names
 from h2dlint.facts.placement_regions import default_device, regions_possible
 from h2dlint.facts.placement_summary import ModulePlacements
@@ -74,6 +76,7 @@ class Walk(FlowWalk):
         self._checks_iterables = NodeKind.FOR_ITERABLE in kinds
         self._handlers = _handlers_for(type(self).HANDLERS, kinds)
         self._module = ast.Module(body=[], type_ignores=[])  # the module walked, set by `_walk_module`
+        self._records: Set[str] = set()  # the record classes (dataclasses) met so far, by qualname
 
     def _walk_module(self, module: ast.Module) -> None:
         self._once_flags = _once(lambda: once_flags(module))
@@ -129,6 +132,8 @@ class Walk(FlowWalk):
     def _visit_class(self, node: ast.ClassDef) -> None:
         qualname = self._child_qualname(node.name)
         self._record_class(node, qualname)
+        if is_record(node):
+            self._records.add(qualname)
         bindings = class_bindings(node, self._walrus) if self._resolve_names else Bindings()
         bindings.accelerator_attributes = _once(lambda: accelerator_attributes(node, self._names))
         bindings.host_default_attributes = _once(lambda: host_default_attributes(node, self._names))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from contextlib import contextmanager, nullcontext
-from typing import Callable, ContextManager, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, ContextManager, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from h2dlint.facts.allowed_syncs import sync_allowed_region
 from h2dlint.facts.error_paths import ERROR_PATH, leads_to_raise
@@ -48,6 +48,7 @@ class FlowWalk:
     _settings: Settings
     _enabled: Callable[[str], bool]
     _once_flags: Callable[[], FrozenSet[str]]
+    _records: Set[str]
     _multimodal_branches: bool
     _request_loop_names: Tuple[str, ...]
     _service_loop_names: Tuple[str, ...]
@@ -142,6 +143,8 @@ class FlowWalk:
         )
         if dropped:
             guard = None  # a cache that per-call code drops (`self._meta = None` per forward) is rebuilt each time
+        if guard == "one-time-guard-none" and self._frames[-1].method_of in self._records:
+            guard = None  # a record caches once per record, and records are built per step (`metadata.seq_lens_cpu`)
         if guard is None and is_once_flag_guard(node.test, self._once_flags):
             guard = "one-time-guard-once-flag"
         guard = self._switched_on(guard)

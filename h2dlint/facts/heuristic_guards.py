@@ -15,7 +15,9 @@ GUARD_HEURISTICS: Tuple[Heuristic, ...] = (
     Heuristic(
         "one-time-guard-none", _ONCE, Group.GUARD,
         "`if self._x is None:` (or `getattr(self, '_x', None) is None`) builds a cached attribute once, unless a "
-        "function other than `__init__` or a one-time one sets it back to None (then once per such call)",
+        "function other than `__init__` or a one-time one sets it back to None (then once per such call), or the "
+        "class is a record (a dataclass or `NamedTuple`): engines build their metadata records per step, so a "
+        "lazily computed `seq_lens_cpu` property copies once per step",
         evidence=(
             "sglang multimodal/processors/kimi_k25.py:506",
             "vllm models/deepseek_v41/nvidia/model_state.py:341",

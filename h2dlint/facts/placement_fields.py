@@ -100,7 +100,7 @@ def record_classes(classes: Dict[str, ast.ClassDef], source: str) -> Dict[str, T
     construct (its name or `cls` followed by `(`: a cheap test, which its `class` line may pass too)."""
     found = {}
     for name, node in classes.items():
-        if _is_record(node) and (f"{name}(" in source or "cls(" in source):
+        if is_record(node) and (f"{name}(" in source or "cls(" in source):
             found[name] = _fields_in_order(node)
     return found
 
@@ -162,7 +162,8 @@ _CLASS_PREFIX = 40  # characters looked at before a name for `class ` or a longe
 _NOT_A_CALL_BEFORE = re.compile(r"[\w.]\Z|class\s+\Z")  # `MyName(`, `x.Name(`, `class Name(`
 
 
-def _is_record(node: ast.ClassDef) -> bool:
+def is_record(node: ast.ClassDef) -> bool:
+    """A dataclass or a `NamedTuple` with no `__init__` of its own."""
     if any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in node.body):
         return False
     decorators = (d.func if isinstance(d, ast.Call) else d for d in node.decorator_list)
