@@ -45,6 +45,18 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         False,
     ),
     (
+        "one-time-guard-rescaling",
+        """
+        import torch
+
+        def forward(ids, dev, elastic):
+            if not elastic.is_scaling():
+                return ids
+            return torch.tensor([1, 2], device=dev)
+        """,
+        False,
+    ),
+    (
         "placement-name-routing",
         """
         import torch

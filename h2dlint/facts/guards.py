@@ -318,7 +318,8 @@ def _is_attribute_lookup(expr: ast.expr, function: str) -> bool:
 CAPTURE_GUARD = "one-time-guard-capture"
 DEBUG_GUARD = "one-time-guard-debug"
 CPU_PLATFORM_GUARD = "one-time-guard-cpu-platform"
-FLAG_GUARDS = (CAPTURE_GUARD, DEBUG_GUARD, CPU_PLATFORM_GUARD)  # branches a flag's name selects
+RESCALING_GUARD = "one-time-guard-rescaling"
+FLAG_GUARDS = (CAPTURE_GUARD, DEBUG_GUARD, CPU_PLATFORM_GUARD, RESCALING_GUARD)  # branches a flag's name selects
 # Words of a flag's name that turn its sense round: such a flag is no guard.
 NEGATING_WORDS = frozenset({"no", "not", "disable", "disabled", "skip", "without", "off", "suppress", "never"})
 

@@ -164,6 +164,11 @@ _CACHED_BUILD = "it is inside a one-time cached build (`if self._x is None:` / `
 _ONE_TIME_BRANCHES = {  # guards that are no cached build: what their branch is
     "one-time-guard-capture": "it is in a branch that runs only during CUDA-graph capture",
     "one-time-guard-debug": "it is in a branch that runs only when debugging is switched on",
+    "one-time-guard-cpu-platform": "it is in a branch that runs only on a CPU-only platform",
+    "one-time-guard-rescaling": "it is in a branch that runs only while the deployment rescales (ranks join or "
+    "leave)",
+    "one-time-guard-once-flag": "it is in a branch that runs until a flag that is only ever set is set",
+    "one-time-guard-grows-on-demand": "it is in a branch that runs only when a new maximum arrives",
     "one-time-error-path": "it runs only on the way to an exception (a `raise`, an `assert`'s message, a branch "
     "or `except` handler that ends in `raise`)",
 }

@@ -47,6 +47,19 @@ GUARD_HEURISTICS: Tuple[Heuristic, ...] = (
         evidence=("sglang layers/moe/fused_moe_native.py:82",),
     ),
     Heuristic(
+        "one-time-guard-rescaling", _ONCE, Group.GUARD,
+        "`if not ElasticEPStateManager.is_scaling(): return`, `if self.scaling_in_progress:`: what follows runs only "
+        "while the deployment adds, drops or recovers ranks, a rare event that ends when the new ranks have joined, "
+        "not in the steady state a step runs in",
+        ("is_scaling", "is_rescaling", "is_scaling_up", "is_scaling_down", "scaling_in_progress",
+         "*_scaling_in_progress"),
+        evidence=(
+            "sglang model_executor/model_runner.py:2489",
+            "sglang elastic_ep/elastic_ep.py:534",
+            "sglang eplb/expert_location.py:289",
+        ),
+    ),
+    Heuristic(
         "one-time-guard-capture", _ONCE, Group.GUARD,
         "`if in_capture:`, `x if torch.cuda.is_current_stream_capturing() else y`: that branch runs while a CUDA "
         "graph is captured, once per graph; replays never run Python (capturing hidden states, "
