@@ -244,3 +244,49 @@ def test_a_positional_argument_of_a_record_whose_field_order_is_not_known_may_fi
     write(tmp_path, "one.py", source.replace("Meta(torch.zeros(n))", "Meta(lens=torch.zeros(n, device='cuda'))"))
     assert row in findings(run_cli, "--select", "HTD2", "one.py", cwd=tmp_path)
 
+
+
+TYPED_DICTS = """\
+    from typing import TypedDict, Union
+
+    import torch
+
+
+    class Pixels(TypedDict):
+        pixel_values: torch.Tensor
+        sizes: torch.Tensor
+
+
+    class Embeds(TypedDict):
+        embeds: torch.Tensor
+        sizes: torch.Tensor
+
+
+    Inputs = Union[Pixels, Embeds]
+
+
+    def _joined(parts):
+        return torch.cat(list(parts))
+
+
+    def parse(pixels, embeds, lens, dev):
+        sizes = torch.tensor(lens, device=dev)
+        if pixels is not None:
+            return Pixels(pixel_values=pixels, sizes=_joined(sizes))
+        return Embeds(embeds=embeds, sizes=sizes)
+
+
+    def forward(inputs: Inputs, pixels: Pixels):
+        a = inputs["sizes"].tolist()
+        b = pixels["sizes"].tolist()
+        c = inputs["embeds"].tolist()
+        return a, b, c
+    """
+
+
+def test_a_typed_dict_is_a_record_read_by_key_through_a_union_alias(tmp_path, run_cli):
+    write(tmp_path, "one.py", TYPED_DICTS)
+    found = findings(run_cli, "--select", "HTD1,HTD2", "one.py", cwd=tmp_path)
+    assert found[row_of(TYPED_DICTS, 'inputs["sizes"]')][0] == "HTD201"
+    assert found[row_of(TYPED_DICTS, 'pixels["sizes"]')][0] == "HTD201"
+    assert row_of(TYPED_DICTS, 'inputs["embeds"]') not in found  # a field one member alone holds, filled unseen

@@ -126,6 +126,9 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
             found = placement_of(expr.value, scope, depth + 1)
         return found.via(f"line {expr.lineno}: `{short(expr)}`") if found.place is not Place.UNKNOWN else found
     if isinstance(expr, ast.Subscript):  # a view of a tensor, or an item of a container of them
+        keyed = _record_key(expr, scope, depth)
+        if keyed is not None:
+            return keyed
         found = placement_of(expr.value, scope, depth + 1)
         indexed = _indexed_on_the_device(expr, scope, depth) if found.place is Place.UNKNOWN else UNKNOWN
         return indexed if indexed.place is Place.DEVICE else found
@@ -149,6 +152,21 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
     if isinstance(expr, ast.Constant) and expr.value is None:
         return NO_TENSOR
     return UNKNOWN
+
+
+def _record_key(expr: ast.Subscript, scope: PlacementScope, depth: int) -> Optional[Placement]:
+    """`inputs["image_grid_thw"]` of an object of known record class (a `TypedDict`): its field, as
+    `inputs.image_grid_thw` reads it; None when the key is no string or the field's placement is not known."""
+    key = expr.slice
+    if not isinstance(key, ast.Constant) or not isinstance(key.value, str) or not key.value.isidentifier():
+        return None
+    if not isinstance(expr.value, (ast.Name, ast.Attribute)):
+        return None
+    field = ast.copy_location(ast.Attribute(value=expr.value, attr=key.value, ctx=ast.Load()), expr)
+    found = scope.typed_attribute(field, depth + 1)
+    if found.place is Place.UNKNOWN and found.pending is None:
+        return None
+    return found.via(f"line {expr.lineno}: `{short(expr)}`") if found.place is not Place.UNKNOWN else found
 
 
 def _indexed_on_the_device(expr: ast.Subscript, scope: PlacementScope, depth: int) -> Placement:

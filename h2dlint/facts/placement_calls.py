@@ -122,8 +122,18 @@ def _joined_items(tensors: ast.expr, scope: PlacementScope, depth: int) -> Itera
             yield placement_of(ast.copy_location(each, tensors), scope, depth + 1)
     elif isinstance(tensors, ast.Name) and depth < MAX_DEPTH:
         yield from (p.via(f"line {tensors.lineno}: `{tensors.id}`") for p in _named_items(tensors, scope, depth))
+    elif _lists_rows(tensors):  # `list(x)`: the rows of tensor `x` (or the items of list `x`), where `x` is
+        yield from _joined_items(tensors.args[0], scope, depth + 1)  # type: ignore[attr-defined]
     else:
         yield placement_of(tensors, scope, depth + 1)
+
+
+def _lists_rows(tensors: ast.expr) -> bool:
+    """`list(x)` or `tuple(x)` of one argument."""
+    return (
+        isinstance(tensors, ast.Call) and isinstance(tensors.func, ast.Name) and tensors.func.id in ("list", "tuple")
+        and len(tensors.args) == 1 and not tensors.keywords and not isinstance(tensors.args[0], ast.Starred)
+    )
 
 
 def _named_items(name: ast.Name, scope: PlacementScope, depth: int) -> Iterator[Placement]:

@@ -1,8 +1,9 @@
 """The fields of a record class as its constructor calls fill them: `Buffers(seq_lens=torch.zeros(n,
 device=dev), ...)` puts `Buffers.seq_lens` on the device, as `self.seq_lens = ...` in a method would.
 
-A record class is a dataclass or a `NamedTuple`: its constructor stores each argument in the field of that name
-and does nothing else, so what a call passes is what the field holds. The calls are read in the class's own file,
+A record class is a dataclass, a `NamedTuple` or a `TypedDict` (or vLLM's `TensorSchema`, a checked one): its
+constructor stores each argument in the field of that name and does nothing else, so what a call passes is what
+the field holds (a `TypedDict`'s is read by key: `inputs["image_grid_thw"]`, `facts.placement`). The calls are read in the class's own file,
 by its name (`Buffers(...)`) or, in its own classmethods, by `cls(...)`, in its top-level functions and methods.
 A class that defines `__init__` is no record: its constructor may do anything. A field stays unknown where a
 call may fill it through `*args` or `**kwargs`, or by position where the order of the fields is not known here
@@ -29,7 +30,7 @@ from h2dlint.facts.placement_values import Placement
 from h2dlint.facts.syntax import is_self, last_name
 
 _RECORD_DECORATORS = frozenset({"dataclass"})
-_RECORD_BASES = frozenset({"NamedTuple"})
+_RECORD_BASES = frozenset({"NamedTuple", "TypedDict", "TensorSchema"})  # `TypedDict(...)` is a dict of its keywords
 FunctionsAt = Callable[[List[int]], List[Tuple[FunctionNode, Optional[str]]]]  # functions holding some of the rows
 REPLACE = "replace"  # `dataclasses.replace(obj, field=value)` stores `field` in a copy of `obj`
 

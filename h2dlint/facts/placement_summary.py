@@ -159,8 +159,12 @@ class ModulePlacements(FunctionReturns, ParameterFollowing, TypedReceivers, Call
         if name in self.fills_of(class_name):  # a record's field: the project checks no other file fills it
             if not self._exporting:
                 return self._ask(PlacementQuery("record", name, class_name))
-            return self._summary((class_name, "=" + name), lambda: self._attribute(class_name, name, depth))
+            return self.record_field(class_name, name, depth)
         return self._summary((class_name, name), lambda: self._attribute(class_name, name, depth))  # type: ignore
+
+    def record_field(self, class_name: str, name: str, depth: int) -> Placement:
+        """Where the constructor calls of record class `class_name` in this file put its field `name`."""
+        return self._summary((class_name, "=" + name), lambda: self._attribute(class_name, name, depth))
 
     def _attribute(self, class_name: str, name: str, depth: int) -> Placement:
         assignments = self._assignments_of(class_name).get(name, [])

@@ -16,9 +16,10 @@ from typing import Dict, FrozenSet, Iterable, Optional, Tuple
 
 from h2dlint.facts.placement_conventions import SIBLING, mirror_of
 from h2dlint.facts.placement_exports import FunctionNode
-from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
+from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all
 from h2dlint.facts.receivers import local_types, receiver
 from h2dlint.facts.summary import PlacementQuery
+from h2dlint.facts.syntax import last_name
 
 
 def class_fields(cls: ast.ClassDef) -> Tuple[str, ...]:
@@ -73,11 +74,49 @@ def mirror_evidence(owner: str, mirror: str) -> str:
     return f"has a host mirror `{owner}.{mirror}`, so it is the device copy"
 
 
+def union_aliases(module: ast.Module) -> Dict[str, Tuple[str, ...]]:
+    """Each module-level alias of a union of names: `Inputs = Union[A, B]`, `Inputs: TypeAlias = A | B`."""
+    aliases = {}
+    for node in module.body:
+        target, value = (node.targets[0], node.value) if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            (node.target, node.value) if isinstance(node, ast.AnnAssign) else (None, None))
+        if isinstance(target, ast.Name) and value is not None:
+            members = _union_of_names(value)
+            if members:
+                aliases[target.id] = members
+    return aliases
+
+
+def _union_of_names(value: ast.expr) -> Tuple[str, ...]:
+    if isinstance(value, ast.Subscript) and isinstance(value.value, (ast.Name, ast.Attribute)):
+        if last_name(value.value) != "Union":
+            return ()
+        parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+    elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr):
+        parts = [value.left, value.right]
+    else:
+        return ()
+    names: Tuple[str, ...] = ()
+    for part in parts:
+        inner = _union_of_names(part) if isinstance(part, (ast.BinOp, ast.Subscript)) else ()
+        if inner:
+            names += inner
+        elif isinstance(part, ast.Name):
+            names += (part.id,)
+        else:
+            return ()
+    return names
+
+
 class TypedReceivers:
     """The part of `placement_summary.ModulePlacements` that reads objects of known class: their attributes
     (`typed_attribute`), their methods' returns (`_typed_method`) and their classes' host mirrors. It uses the
     host's `_classes`, `_conventions`, `_types`, `_function_scopes`, `attribute`, `_ask`, `_method_of`,
-    `_return_summary`, `_class_and_bases`, `_assignments_of` and `_names_for`."""
+    `_return_summary`, `_class_and_bases`, `_assignments_of`, `_names_for`, `fills_of`, `record_field`,
+    `_exporting` and `_module`."""
+
+    _aliases: Optional[Dict[str, Tuple[str, ...]]] = None  # the module's aliases of unions, on first use
+    _module: ast.Module
 
     def typed_attribute(
         self, expr: ast.Attribute, class_name: Optional[str], function: Optional[FunctionNode], depth: int
@@ -86,6 +125,9 @@ class TypedReceivers:
         known, local = self._object_of(expr, function)
         if known is None:
             return UNKNOWN
+        members = self._union_members(known)
+        if local is None and members:  # `inputs: ImageInputs` with `ImageInputs = Union[PixelInputs, ...]` here
+            return self._union_attribute(members, expr.attr, depth)
         if local is None:
             mirror = self._conventions.sibling
             return self._ask(PlacementQuery("typed", expr.attr, class_name or "", known, mirror, ast.unparse(expr)))
@@ -125,6 +167,32 @@ class TypedReceivers:
         it is an instance of, if it is one."""
         known = receiver(expr, self._types_of(function)) if function is not None else None
         return known, local_class(known, self._classes) if known is not None else None
+
+    def _union_attribute(self, members: Tuple[str, ...], name: str, depth: int) -> Placement:
+        """Field `name` of an object of one of the union's `members` (those that declare it): where they all put
+        it. Records' fields rest on what other files do too: the question is then asked of the first member
+        only (a site waits on one question), with its placement agreed by them all here."""
+        having = [m for m in members if name in self._fields(m)]
+        records = [m for m in having if name in self.fills_of(m)]
+        if not having or (records and len(records) != len(having)):
+            return UNKNOWN
+        if not records:
+            return agree_all(self.attribute(m, name, depth) for m in having)
+        found = agree_all(self.record_field(m, name, depth) for m in records)
+        if self._exporting or (found.place is Place.UNKNOWN and found.pending is None):
+            return found
+        return self._ask(PlacementQuery("record", name, records[0]))  # its answer asks on, as `found` does
+
+    def _union_members(self, known: Tuple[str, ...]) -> Tuple[str, ...]:
+        """The classes of this file that a module-level alias of their union names (`ImageInputs =
+        Union[PixelInputs, EmbeddingInputs]`, or `PixelInputs | EmbeddingInputs`), when `known` is that alias;
+        else none. A member that is not a class of this file makes the alias say nothing."""
+        if len(known) != 1:
+            return ()
+        if self._aliases is None:
+            self._aliases = union_aliases(self._module)
+        members = self._aliases.get(known[0], ())
+        return members if members and all(m in self._classes for m in members) else ()
 
     def _attribute_names(self, class_name: str) -> FrozenSet[str]:
         """The attributes a class of this file and its bases here declare, assign or compute (properties)."""
