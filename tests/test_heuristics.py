@@ -57,6 +57,25 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         False,
     ),
     (
+        "placement-multimodal-input",
+        """
+        import torch
+
+        class Processor:
+            def _get_mm_fields_config(self, hf_inputs, hf_processor_mm_kwargs):
+                return dict(image_grid_thw=MultiModalFieldConfig.batched("image"))
+
+        class Model:
+            def _parse_and_validate_image_input(self, **kwargs):
+                grid_thw = kwargs.pop("image_grid_thw")
+                return grid_thw.tolist()
+
+            def forward(self, **kwargs):
+                return self._parse_and_validate_image_input(**kwargs)
+        """,
+        True,
+    ),
+    (
         "placement-name-routing",
         """
         import torch
@@ -497,10 +516,11 @@ def test_ids_are_unique_kebab_case_and_start_with_their_effect():
         assert h.rationale and "\n" not in h.rationale
 
 
-# The blind censuses an evidence row may cite: host-to-device sites, device-to-host sites, and the blind samples of
-# device-to-host findings and of the findings on trees never tuned on; one label vocabulary (not-h2d and not-sync both say no copy or sync happens).
+# The blind censuses an evidence row may cite: host-to-device sites, device-to-host sites, the blind samples of
+# device-to-host findings and of the findings on trees never tuned on, and the samples of older releases; one label vocabulary (not-h2d and not-sync both say no copy or sync happens).
 CENSUS_FILES = (
-    "engine_labels.tsv", "d2h_labels.tsv", "d2h_finding_labels.tsv", "d2h_fresh_labels.tsv", "fresh_tree_labels.tsv"
+    "engine_labels.tsv", "d2h_labels.tsv", "d2h_finding_labels.tsv", "d2h_fresh_labels.tsv", "fresh_tree_labels.tsv",
+    "d2h_history_labels.tsv",
 )
 
 

@@ -125,6 +125,19 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
             "aphrodite model_executor/models/funaudiochat.py:461",
         ),
     ),
+    Heuristic(
+        "placement-multimodal-input", Effect.PLACEMENT, Group.CONVENTION,
+        "in a model class with a multimodal entry point (`get_multimodal_embeddings`, `embed_multimodal`), an input "
+        "read from a method's `**kwargs` (`kwargs.pop(\"image_grid_thw\")`) is on the device: the engine's model "
+        "runner batches each request's multimodal inputs and moves them there first. Only for a field this file "
+        "declares (`image_grid_thw=MultiModalFieldConfig.batched(\"image\")`), and never one declared with "
+        "`keep_on_cpu=True`, which stays on the host",
+        evidence=(
+            "vllm0101 model_executor/models/minicpmo.py:723",
+            "vllm0101 model_executor/models/phi4_multimodal.py:1271",
+            "vllm model_executor/models/midashenglm.py:762",
+        ),
+    ),
     # The kind, not the place, of an index (`rules.mask_indexing`): so named, an integer index would gather the
     # wrong rows and a float one would raise.
     Heuristic(

@@ -35,6 +35,7 @@ FROM_MODULE_CALLERS = "placement-parameter-from-module-callers"
 FROM_PROJECT_CALLERS = "placement-parameter-from-project-callers"
 MASK_NAMES = "placement-name-mask-index"
 SUBMODULE = "placement-submodule-output"
+MULTIMODAL_INPUT = "placement-multimodal-input"  # `facts.multimodal_inputs`
 CONFIGURED_HOST = "`host-tensors`"
 CONFIGURED_DEVICE = "`accelerator-tensors`"
 MIRROR_SUFFIXES = ("_cpu", "_host")
@@ -60,6 +61,7 @@ class Conventions:
     mask_names: Tuple[str, ...] = ()  # `placement-name-mask-index`: the kind of an index, for `rules.mask_indexing`
     # `placement-submodule-output` (`facts.placement_returns`): None when off, else the classes it leaves out
     submodule_exceptions: Optional[Tuple[str, ...]] = None
+    multimodal_inputs: bool = False  # `placement-multimodal-input` (`facts.multimodal_inputs`)
 
     def names_a_mask(self, expr: ast.expr) -> bool:
         """Whether `expr` (`visual_token_mask`, `self.keep_mask`) is named as a boolean mask."""
@@ -206,4 +208,5 @@ def conventions_from(settings: Settings) -> Conventions:
         project_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_PROJECT_CALLERS),
         mask_names=patterns(MASK_NAMES),
         submodule_exceptions=BY_ID[SUBMODULE].exceptions if settings.enabled(SUBMODULE) else None,
+        multimodal_inputs=settings.enabled(MULTIMODAL_INPUT),
     )

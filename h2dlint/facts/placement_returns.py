@@ -11,6 +11,9 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from h2dlint.facts.constructs import may_be_host_device
+from h2dlint.facts.multimodal_inputs import (
+    FIELD_CONFIG, Fields, declared_fields, input_placement, is_model_with_inputs, parses_inputs, read_field,
+)
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_exports import FunctionNode, method_named, returned_values
 from h2dlint.facts.placement_conventions import SUBMODULE, Conventions
@@ -35,13 +38,15 @@ class FunctionReturns:
     """The part of `placement_summary.ModulePlacements` that places what calls return (`returned`) and what
     properties hold (`_body_returns`). It uses the host's `_functions`, `_classes`, `_imported`, `_star_import`,
     `_module_scope`, `_returns`, `_conventions`, `_ask`, `_summary`, `scope`, `_names_for`, `_class_and_bases`,
-    `_inherits_elsewhere`, `_assignments_of` and `_typed_method`."""
+    `_inherits_elsewhere`, `_assignments_of`, `_typed_method` and `_module`."""
 
     _functions: Dict[str, FunctionNode]
     _classes: Dict[str, ast.ClassDef]
     _returns: Dict[int, Tuple[Optional[ast.expr], ...]]
     _conventions: Conventions
     _accessor_names: Optional[Dict[str, List[str]]] = None  # by class, worked out on first use
+    _multimodal_fields: Optional[Fields] = None  # the multimodal fields the module declares, on first use
+    _module: ast.Module
 
     def returned(
         self, call: ast.Call, class_name: Optional[str], depth: int, names: Optional[NameResolver] = None,
@@ -52,6 +57,9 @@ class FunctionReturns:
         project when it calls one that another file may define."""
         function, owner = self._callee(call, class_name)
         if function is None and caller is not None:
+            given = self._multimodal_input(call, class_name, caller)
+            if given is not None:
+                return given
             typed = self._typed_method(call, class_name, caller, depth)
             if typed is not None:
                 return typed
@@ -62,6 +70,29 @@ class FunctionReturns:
             query = self._query_for(call, class_name, names)
             return self._ask(query) if query is not None else UNKNOWN
         return self._return_summary(function, owner, depth)
+
+    def _multimodal_input(self, call: ast.Call, class_name: Optional[str], caller: FunctionNode) -> Optional[Placement]:
+        """Where `kwargs.pop("image_grid_thw")` in a method of a multimodal model puts its input, by the field this
+        file declares for it (`facts.multimodal_inputs`); None when that says nothing."""
+        if not self._conventions.multimodal_inputs or class_name not in self._classes:
+            return None
+        name = read_field(call, caller)
+        if name is None:
+            return None
+        owners = self._class_and_bases(class_name)  # type: ignore[arg-type]
+        if not (parses_inputs(caller) or any(is_model_with_inputs(self._classes[owner]) for owner in owners)):
+            return None
+        fields = self.multimodal_fields()
+        if name not in fields:  # declared by a processor of another file, if at all: the project knows
+            return self._ask(PlacementQuery("multimodal", name, class_name or ""))  # type: ignore[attr-defined]
+        return input_placement(name, fields)
+
+    def multimodal_fields(self) -> Fields:
+        """The multimodal input fields this module declares, worked out on first use."""
+        if self._multimodal_fields is None:
+            declares = FIELD_CONFIG in self._source  # type: ignore[attr-defined]
+            self._multimodal_fields = declared_fields(self._module) if declares else {}
+        return self._multimodal_fields
 
     def _submodule_output(self, call: ast.Call, class_name: Optional[str]) -> Optional[Placement]:
         """Where `self.proj(x)` puts its result when `proj` is no method and every assignment of it in the class,

@@ -303,3 +303,5 @@ class ModuleSummary:
     # `dataclasses.replace(meta, seq_lens=...)` names): a record's field stored so is not what its constructor
     # calls put there (`facts.placement_fields`).
     stored_attributes: Set[str] = field(default_factory=set)
+    # The multimodal input fields the file declares (`facts.multimodal_inputs`): name -> kept on the host.
+    multimodal_fields: Dict[str, bool] = field(default_factory=dict)

@@ -25,7 +25,8 @@ from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, List, Optio
 
 from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Heat, Key
-from h2dlint.facts.placement_conventions import mirror_of
+from h2dlint.facts.multimodal_inputs import multimodal_evidence
+from h2dlint.facts.placement_conventions import MULTIMODAL_INPUT, mirror_of
 from h2dlint.facts.placement_typed import mirror_evidence
 from h2dlint.facts.placement_values import Place
 from h2dlint.facts.settings import Settings
@@ -118,6 +119,8 @@ class PlacementLinks:
             return None
         if query.kind == "callers":
             return self._only_called_in(module, query) or self._called_in_project(module, query, origin, asked)
+        if query.kind == "multimodal":
+            return self._multimodal_input(query.name, origin)
         found = self._definition(module, query)
         if found is None:
             return None
@@ -157,6 +160,16 @@ class PlacementLinks:
             module, query, lambda where, pending: self.answer(where, pending, origin, deeper),
             lambda where: os.path.relpath(os.path.abspath(self._paths.get(where, where)), origin),
         )
+
+    def _multimodal_input(self, name: str, origin: str) -> Optional[ExportedPlacement]:
+        """The multimodal input `name` on the device, where a file of the project declares its field and none
+        keeps it on the host (`facts.multimodal_inputs`)."""
+        declaring = sorted(m for m, summary in self._modules.items() if name in summary.multimodal_fields)
+        if not declaring or any(self._modules[m].multimodal_fields[name] for m in declaring):
+            return None
+        path = os.path.relpath(os.path.abspath(self._paths.get(declaring[0], declaring[0])), origin)
+        evidence = f"{multimodal_evidence(name, f'in {path}')} [heuristic: {MULTIMODAL_INPUT}]"
+        return ExportedPlacement(Place.DEVICE.value, evidence)
 
     def _named_elsewhere(self, module: str, name: str) -> bool:
         """Whether another module calls or imports `name`, or `module` imports it (a rare case, read as unknown)."""
