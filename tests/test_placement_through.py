@@ -4,7 +4,10 @@ device lengths in the audio encoder and with host ones elsewhere."""
 
 from __future__ import annotations
 
+import json
 import textwrap
+
+from conftest import demo_package, row_of
 
 from h2dlint.facts.settings import Settings
 from h2dlint.project.findings import check_source
@@ -77,3 +80,43 @@ def test_a_function_that_mixes_parameters_or_recurses_follows_none():
     """
     assert rows(body) == []
 
+
+
+UTILS = """\
+    import torch
+
+
+    def flatten_bn(x, *, concat=False):
+        if isinstance(x, torch.Tensor):
+            return x.flatten(0, 1)
+        if concat:
+            return torch.cat(x)
+        return [x_n for x_b in x for x_n in x_b]
+
+
+    def fresh(x):
+        return torch.zeros(3)
+    """
+
+MODEL = """\
+    import torch
+    from pkg.utils import flatten_bn, fresh
+
+
+    class Model:
+        def forward(self, ids, lens, dev):
+            on_device = flatten_bn(torch.tensor(ids, device=dev), concat=True).tolist()
+            on_host = flatten_bn(torch.tensor(lens)).tolist()
+            new = fresh(torch.tensor(ids, device=dev)).tolist()
+            return on_device, on_host, new
+    """
+
+
+def test_a_function_of_another_file_returns_its_first_argument_where_it_is(tmp_path, run_cli):
+    project = demo_package(tmp_path, {"utils": UTILS, "model": MODEL}, "select = ['HTD2']\n")
+    code, out, err = run_cli("check", "--output-format", "json", "--no-cache", ".", cwd=project)
+    assert code == 1, err
+    found = {d["location"]["row"]: d["message"] for d in json.loads(out) if d["filename"].endswith("model.py")}
+    assert "which gives back its first argument" in found[row_of(MODEL, "on_device =")]
+    assert row_of(MODEL, "on_host =") not in found
+    assert row_of(MODEL, "new =") not in found  # `fresh` builds a new tensor: where its argument is says nothing

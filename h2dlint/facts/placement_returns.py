@@ -8,6 +8,7 @@ the class builds (`self.proj = Linear(...)`, then `self.proj(x)`) returns activa
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
 from h2dlint.facts.constructs import may_be_host_device
@@ -15,9 +16,9 @@ from h2dlint.facts.multimodal_inputs import (
     FIELD_CONFIG, Fields, declared_fields, input_placement, is_model_with_inputs, parses_inputs, read_field,
 )
 from h2dlint.facts.placement import placement_of
-from h2dlint.facts.placement_exports import FunctionNode, method_named, returned_values
+from h2dlint.facts.placement_exports import FunctionNode, exported, method_named, returned_values
 from h2dlint.facts.placement_conventions import SUBMODULE, Conventions
-from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agreed
+from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agreed, short
 from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.settings import PROCESSOR_BASES
@@ -68,6 +69,8 @@ class FunctionReturns:
             if built is not None:
                 return built
             query = self._query_for(call, class_name, names)
+            if query is not None and query.kind == "call" and names is not None and caller is not None:
+                query = self._with_first_argument(query, call, class_name, names, caller, depth)
             return self._ask(query) if query is not None else UNKNOWN
         return self._return_summary(function, owner, depth)
 
@@ -157,6 +160,20 @@ class FunctionReturns:
             return None
         known = root.id in self._imported or (self._star_import and self._module_scope.lookup(root.id) is None)
         return PlacementQuery("call", ast.unparse(func)) if known and root.id not in self._classes else None
+
+    def _with_first_argument(
+        self, query: PlacementQuery, call: ast.Call, class_name: Optional[str], names: NameResolver,
+        caller: FunctionNode, depth: int,
+    ) -> PlacementQuery:
+        """`query` ("call") with where the call's first argument lives (`local`), when that is known: the answer
+        if the function returns its first argument where it is (`flatten_bn(x)`, `facts.placement_through`)."""
+        first = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+        if first is None:
+            return query
+        placed = placement_of(first, self.scope(names, class_name, caller), depth + 1)  # type: ignore[attr-defined]
+        if placed.place is Place.UNKNOWN:
+            return query
+        return replace(query, local=exported(placed.via(f"line {call.lineno}: `{short(call)}`")))
 
     def _returned(self, function: FunctionNode, owner: Optional[str], depth: int) -> Placement:
         """What a call of `function` returns: unknown for a property, whose call (`self.filterbank(x)`) calls

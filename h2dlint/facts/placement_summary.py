@@ -30,7 +30,7 @@ from h2dlint.facts.placement_exports import (
     self_assignments,
 )
 from h2dlint.facts.placement_returns import FunctionReturns
-from h2dlint.facts.placement_through import ParameterFollowing
+from h2dlint.facts.placement_through import ParameterFollowing, first_parameter
 from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
 from h2dlint.facts.placement_typed import TypedReceivers, class_fields
@@ -291,7 +291,11 @@ class ModulePlacements(FunctionReturns, ParameterFollowing, TypedReceivers, Call
             }
             for cls in self._classes
         }
-        return PlacementExports(returns, {cls: table for cls, table in attributes.items() if table})
+        follows_first = frozenset(
+            function.name for function, owner in self._top_level_functions()
+            if owner is None and self._followed_parameter(function, None, 0) == first_parameter(function)
+        )
+        return PlacementExports(returns, {cls: table for cls, table in attributes.items() if table}, follows_first)
 
     def attribute_names(self) -> Tuple[Dict[str, Tuple[str, ...]], Tuple[str, ...]]:
         """The names of `exports`' attribute tables, class by class, found without placing anything, but for

@@ -24,6 +24,12 @@ _RECEIVERS = ("self", "cls")
 _IN_PROGRESS = ""  # a function whose parameters are being probed: a recursive call follows none
 
 
+def first_parameter(function: FunctionNode) -> Optional[str]:
+    """The name of `function`'s first positional parameter, if it has one."""
+    positional = (*function.args.posonlyargs, *function.args.args)
+    return positional[0].arg if positional else None
+
+
 class ParameterFollowing:
     """The part of `placement_summary.ModulePlacements` that places a call's result where the argument its
     function follows lives (`passed_through`). It uses the host's `_callee`, `_returned_values`, `_names_for`

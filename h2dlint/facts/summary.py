@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Dict, List, NamedTuple, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple, Union
 
 MODULE = "<module>"  # the owner of code outside any function
 
@@ -174,7 +174,9 @@ class PlacementQuery:
     receiver: Tuple[str, ...] = ()
     mirror: bool = False
     written: str = ""  # the attribute as written (`meta.seq_lens`), for a remedy that names its mirror
-    local: Optional[ExportedPlacement] = None  # "callers": the answer when the module's calls are all the calls
+    # "callers": the answer when the module's calls are all the calls; "call": where the first argument lives,
+    # the answer when the function returns its first argument where it is
+    local: Optional[ExportedPlacement] = None
     parameter: Tuple[str, int] = ("", -1)  # "callers": the parameter, and where a call passes it by position
 
 
@@ -203,6 +205,9 @@ class PlacementExports:
 
     returns: Dict[str, ExportedPlacement] = field(default_factory=dict)
     attributes: Dict[str, Dict[str, Optional[ExportedPlacement]]] = field(default_factory=dict)
+    # Each top-level function that returns its first argument where it is (`facts.placement_through`):
+    # `flatten_bn(x)` is where `x` is, at each call.
+    follows_first: FrozenSet[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -190,7 +190,12 @@ class PlacementLinks:
         """(the module that defines what `query` asks about, what it exports of it, how the evidence names it)."""
         if query.kind == "call":
             key = self._graph.function_named(module, query.name)
-            return (key[0], self._returned(key), f"is returned by `{query.name}()`") if key is not None else None
+            if key is None:
+                return None
+            if query.local is not None and key[1] in self._exports(key[0]).follows_first:
+                how = f"is returned by `{query.name}()` of `{key[0]}`, which gives back its first argument"
+                return module, query.local, how  # the argument, and the chain to it, are the asking file's
+            return key[0], self._returned(key), f"is returned by `{query.name}()`"
         if query.kind == "typed":
             return self._typed(module, query)
         if query.kind == "record":
