@@ -107,8 +107,26 @@ def test_an_input_whose_field_its_own_file_declares_is_on_the_device(tmp_path, r
     assert ("model.py", row_of(declared, SITE)) in _reported(run_cli, project)
 
 
+ASSIGNED = """\
+    from vllm.multimodal.inputs import MultiModalFieldConfig
+
+
+    def fields_config(hf_inputs):
+        fields = {{}}
+        fields["image_grid_thw"] = MultiModalFieldConfig.batched("image"{keep})
+        return fields
+    """
+
+
+@pytest.mark.parametrize("processing", [PROCESSING, ASSIGNED], ids=["keywords", "assigned by key"])
+def test_an_input_whose_field_another_file_declares_either_way_is_reported(tmp_path, run_cli, processing):
+    project = _project(tmp_path, MODEL, processing.format(keep=""))
+    assert ("model.py", row_of(MODEL, SITE)) in _reported(run_cli, project)
+
+
 @pytest.mark.parametrize(
-    "processing", [PROCESSING.format(keep=", keep_on_cpu=True"), ""], ids=["kept on the host", "never declared"]
+    "processing", [PROCESSING.format(keep=", keep_on_cpu=True"), ASSIGNED.format(keep=", keep_on_cpu=True"), ""],
+    ids=["kept on the host", "kept on the host, assigned by key", "never declared"],
 )
 def test_an_input_kept_on_the_host_or_never_declared_is_not_reported(tmp_path, run_cli, processing):
     project = _project(tmp_path, MODEL, processing)

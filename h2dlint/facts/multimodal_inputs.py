@@ -31,8 +31,9 @@ Fields = Dict[str, Tuple[int, bool]]  # field name -> (line of its declaration, 
 
 
 def declared_fields(module: ast.Module) -> Fields:
-    """Each multimodal field the module declares (`name=MultiModalFieldConfig.batched(...)` in a call, or
-    `"name": MultiModalFieldConfig...` in a dict), with whether any declaration keeps it on the host."""
+    """Each multimodal field the module declares (`name=MultiModalFieldConfig.batched(...)` in a call,
+    `"name": MultiModalFieldConfig...` in a dict, `fields["name"] = MultiModalFieldConfig...`), with whether any
+    declaration keeps it on the host."""
     fields: Fields = {}
     for node in ast.walk(module):
         for name, value in _declarations(node):
@@ -50,6 +51,11 @@ def _declarations(node: ast.AST) -> Iterator[Tuple[str, ast.expr]]:
         for key, value in zip(node.keys, node.values):
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and _is_field_config(value):
                 yield key.value, value
+    elif isinstance(node, ast.Assign) and _is_field_config(node.value):  # `fields["name"] = MultiModalFieldConfig...`
+        for target in node.targets:
+            key = target.slice if isinstance(target, ast.Subscript) else None
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                yield key.value, node.value
 
 
 def _is_field_config(value: ast.expr) -> bool:
