@@ -64,8 +64,16 @@ def fixed_tree(tmp_path_factory):
     return base / "before", before, after
 
 
+def _interruptible() -> None:
+    """In the child, before it runs: SIGINT as a terminal gives it. A shell starts a background job (`.ci/run &`)
+    with SIGINT ignored, and Python then installs no KeyboardInterrupt handler: the signal would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run_and_kill_after_first_write(folder: Path, first: bytes, sig: int) -> subprocess.CompletedProcess:
-    process = subprocess.Popen(_fix_command(folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        _fix_command(folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible
+    )
     watched = folder / "m000.py"
     deadline = time.monotonic() + 120
     while process.poll() is None and time.monotonic() < deadline:
