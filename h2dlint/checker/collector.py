@@ -18,7 +18,7 @@ from h2dlint.facts.arguments import borrowed_device
 from h2dlint.facts.dispatch import class_aliases, declares_interface, method_aliases, record_table, table_called
 from h2dlint.facts.error_paths import always_raises
 from h2dlint.facts.markers import find_marker, header_end, may_hold_markers
-from h2dlint.facts.multimodal_inputs import FIELD_CONFIG, declared_fields
+from h2dlint.facts.multimodal_inputs import declared_fields
 from h2dlint.facts.placement_fields import REPLACE, stored_attributes
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
 from h2dlint.facts.positions import span_of
@@ -95,8 +95,8 @@ class _Collector(Walk, PropertyReads):
         placements = self.context.placements or self.module_placements(module)
         if placements is not None:
             self.summary.attribute_names, self.summary.filled_records = placements.attribute_names()
-        if FIELD_CONFIG in self._source():
-            self.summary.multimodal_fields = {name: kept for name, (_, kept) in declared_fields(module).items()}
+        fields = placements.multimodal_fields() if placements is not None else declared_fields(module, self._source())
+        self.summary.multimodal_fields = {name: kept for name, (_, kept) in fields.items()}
 
     # --- scopes -------------------------------------------------------------------------------------------
 

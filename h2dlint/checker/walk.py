@@ -76,7 +76,7 @@ class Walk(FlowWalk):
         self._checks_iterables = NodeKind.FOR_ITERABLE in kinds
         self._handlers = _handlers_for(type(self).HANDLERS, kinds)
         self._module = ast.Module(body=[], type_ignores=[])  # the module walked, set by `_walk_module`
-        self._records: Set[str] = set()  # the record classes (dataclasses) met so far, by qualname
+        self._records: Set[str] = set()  # the record classes (`placement_fields.is_record`) met so far, by qualname
 
     def _walk_module(self, module: ast.Module) -> None:
         self._once_flags = _once(lambda: once_flags(module))

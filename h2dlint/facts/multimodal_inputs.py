@@ -30,11 +30,13 @@ _PARSER_PREFIX = "_parse_and_validate_"
 Fields = Dict[str, Tuple[int, bool]]  # field name -> (line of its declaration, kept on the host)
 
 
-def declared_fields(module: ast.Module) -> Fields:
+def declared_fields(module: ast.Module, source: str) -> Fields:
     """Each multimodal field the module declares (`name=MultiModalFieldConfig.batched(...)` in a call,
     `"name": MultiModalFieldConfig...` in a dict, `fields["name"] = MultiModalFieldConfig...`), with whether any
-    declaration keeps it on the host."""
+    declaration keeps it on the host. A source that never names `MultiModalFieldConfig` is not walked."""
     fields: Fields = {}
+    if FIELD_CONFIG not in source:
+        return fields
     for node in ast.walk(module):
         for name, value in _declarations(node):
             line, kept = fields.get(name, (value.lineno, False))

@@ -164,7 +164,7 @@ _NOT_A_CALL_BEFORE = re.compile(r"[\w.]\Z|class\s+\Z")  # `MyName(`, `x.Name(`, 
 
 
 def is_record(node: ast.ClassDef) -> bool:
-    """A dataclass or a `NamedTuple` with no `__init__` of its own."""
+    """A dataclass, `NamedTuple`, `TypedDict` or `TensorSchema` with no `__init__` of its own."""
     if any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in node.body):
         return False
     decorators = (d.func if isinstance(d, ast.Call) else d for d in node.decorator_list)

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.multimodal_inputs import (
-    FIELD_CONFIG, Fields, declared_fields, input_placement, is_model_with_inputs, parses_inputs, read_field,
+    Fields, declared_fields, input_placement, is_model_with_inputs, parses_inputs, read_field,
 )
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_exports import FunctionNode, exported, method_named, returned_values
@@ -93,8 +93,7 @@ class FunctionReturns:
     def multimodal_fields(self) -> Fields:
         """The multimodal input fields this module declares, worked out on first use."""
         if self._multimodal_fields is None:
-            declares = FIELD_CONFIG in self._source  # type: ignore[attr-defined]
-            self._multimodal_fields = declared_fields(self._module) if declares else {}
+            self._multimodal_fields = declared_fields(self._module, self._source)  # type: ignore[attr-defined]
         return self._multimodal_fields
 
     def _submodule_output(self, call: ast.Call, class_name: Optional[str]) -> Optional[Placement]:

@@ -78,12 +78,15 @@ def union_aliases(module: ast.Module) -> Dict[str, Tuple[str, ...]]:
     """Each module-level alias of a union of names: `Inputs = Union[A, B]`, `Inputs: TypeAlias = A | B`."""
     aliases = {}
     for node in module.body:
-        target, value = (node.targets[0], node.value) if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
-            (node.target, node.value) if isinstance(node, ast.AnnAssign) else (None, None))
-        if isinstance(target, ast.Name) and value is not None:
-            members = _union_of_names(value)
-            if members:
-                aliases[target.id] = members
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        members = _union_of_names(value) if isinstance(target, ast.Name) else ()
+        if members:
+            aliases[target.id] = members  # type: ignore[attr-defined]
     return aliases
 
 
