@@ -280,7 +280,59 @@ def test_which_tests_make_a_multimodal_branch(test, level):
     assert {d.span.row: d.level for d in check_source(source, Settings())}[6] == level
 
 
-def test_a_per_request_entry_point_a_step_calls_stays_per_request():
+EARLY_RETURN = """\
+import torch
+
+class Model:
+    def forward(self, ids, dev, **kwargs):
+        self._parse_and_validate_image_input(dev, **kwargs)
+        return torch.tensor(ids, device=dev)
+
+    def _parse_and_validate_image_input(self, dev, **kwargs):
+        pixel_values = kwargs.pop("pixel_values", None)
+        image_embeds = kwargs.pop("image_embeds", None)
+        if pixel_values is None and image_embeds is None:
+            return None
+        sizes = torch.tensor(kwargs["sizes"], device=dev)
+        return self.embed(sizes, dev)
+
+    def embed(self, sizes, dev):
+        return torch.tensor(sizes.shape, device=dev)
+"""
+
+
+def test_what_follows_an_early_return_without_images_runs_once_per_request():
+    found = {d.span.row: d for d in check_source(EARLY_RETURN, Settings())}
+    assert {row: d.level for row, d in found.items()} == {6: "per-step", 13: "per-request", 17: "per-request"}
+    assert "it runs only with images, audio or video (the branch at line 11)" in found[13].message
+    assert "called only with images, audio or video in `Model._parse_and_validate_image_input`" in found[17].message
+    off = Settings(disable_heuristics=("hot-per-request-multimodal-branch",))
+    for settings in (Settings(preset="training"), off):
+        assert {d.span.row: d.level for d in check_source(EARLY_RETURN, settings)}[13] == "per-step"
+
+
+# An early return taken when no multimodal input is there: all operands of an `and` must say so, one of an `or`
+# is enough; a return when it is there and a config flag alone say nothing.
+EARLY_RETURNS = [
+    ("pixel_values is None or self.text_only", "per-request"),
+    ("not image_embeds", "per-request"),
+    ("len(pixel_values) == 0", "per-request"),
+    ("pixel_values is None and self.text_only", "per-step"),
+    ("pixel_values is not None", "per-step"),
+    ("self.text_only", "per-step"),
+]
+
+
+@pytest.mark.parametrize("test, level", EARLY_RETURNS)
+def test_which_early_returns_leave_the_rest_to_multimodal_input(test, level):
+    source = EARLY_RETURN.replace("pixel_values is None and image_embeds is None", test, 1)
+    if "else" in test:
+        source = source.replace("return None\n        else:\n            return None\n", "return None\n        else:\n            pass\n")
+    assert {d.span.row: d.level for d in check_source(source, Settings())}[13] == level
+
+
+@pytest.mark.parametrize("entry_point", ["embed_multimodal", "get_multimodal_embeddings"])
+def test_a_per_request_entry_point_a_step_calls_stays_per_request(entry_point):
     source = """\
 import torch
 
@@ -293,12 +345,12 @@ class Model:
 
     def encode(self, ids, dev):
         return torch.tensor(ids, device=dev)
-"""
+""".replace("embed_multimodal", entry_point)
     (finding,) = check_source(source, Settings())
     assert finding.level == "per-request"
-    assert "called from `Model.embed_multimodal` (per request)" in finding.message
-    both = "return self.embed_multimodal(ids, dev), self.encode(ids, dev)"
-    shared = source.replace("return self.embed_multimodal(ids, dev)", both)
+    assert f"called from `Model.{entry_point}` (per request)" in finding.message
+    both = f"return self.{entry_point}(ids, dev), self.encode(ids, dev)"
+    shared = source.replace(f"return self.{entry_point}(ids, dev)", both)
     (finding,) = check_source(shared, Settings())
     assert finding.level == "per-step" and "called from `Model.forward` (per step)" in finding.message
 

@@ -31,6 +31,7 @@ from h2dlint.checker.walk_flow import FlowWalk
 from h2dlint.facts.class_attributes import accelerator_attributes, host_default_attributes
 from h2dlint.facts.guards import flag_branch, lazy_build_return, once_flags, returns_unless_flag
 from h2dlint.facts.memo import runtime_lazy_memo_key
+from h2dlint.facts.multimodal_branches import returns_unless_multimodal
 from h2dlint.facts.placement_fields import is_record
 from h2dlint.facts.placement_conventions import conventions_from, mirror_names
 from h2dlint.facts.placement_regions import default_device, regions_possible
@@ -166,7 +167,8 @@ class Walk(FlowWalk):
 
     def _visit_body(self, body: Sequence[ast.stmt]) -> None:
         """A function's statements; those after an early return of a lazy build, or of a debugging switch that
-        is off (`if not envs.DEBUG_X.get(): return`), are one-time."""
+        is off (`if not envs.DEBUG_X.get(): return`), are one-time; those after an early return without images,
+        audio or video (`if pixel_values is None: return None`) run only with them."""
         for index, statement in enumerate(body):
             self._visit(statement)
             guard = self._switched_on(lazy_build_return(statement, body[index + 1 :], self._names.value_at))
@@ -177,6 +179,11 @@ class Walk(FlowWalk):
             flag = returns_unless_flag(statement, self._enabled)
             if flag is not None:
                 self._visit_guarded(body[index + 1 :], flag, False)
+                return
+            if self._multimodal_branches and returns_unless_multimodal(statement):
+                self.context.multimodal_branches.append(statement.lineno)
+                self._visit_body(body[index + 1 :])
+                self.context.multimodal_branches.pop()
                 return
 
     def _visit_guarded(self, nodes: Sequence[ast.AST], guard: str, per_miss: bool) -> None:

@@ -80,17 +80,20 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
     Heuristic(
         "hot-per-request-multimodal-branch", _HOT, Group.GUARD,
         "a language model takes images, audio or video only in the prefill of the requests that bring them: "
-        "`if pixel_values is not None:` (or `len(images) > 0`, `need_vision.any()`) runs once per request",
+        "`if pixel_values is not None:` (or `len(images) > 0`, `need_vision.any()`) runs once per request, and so "
+        "does what follows `if pixel_values is None: return None`",
         # Locals only, named as the data itself: `*image*` would take in `image_token_id`, set every step.
-        ("pixel_values*", "image_input", "image_inputs", "images", "image_data", "image_embeds", "video_input",
-         "video_inputs", "videos", "video_data", "video_embeds", "audio_input", "audio_inputs", "audios",
-         "audio_data", "audio_embeds", "audio_features", "mm_inputs", "mm_data", "mm_items", "mm_features",
+        # A prefix may say whose (`image_pixel_values`, `input_image_embeds`), not what else it is.
+        ("*pixel_values*", "image_input", "image_inputs", "images", "image_data", "*image_embeds", "video_input",
+         "video_inputs", "videos", "video_data", "*video_embeds", "audio_input", "audio_inputs", "audios",
+         "audio_data", "*audio_embeds", "audio_features", "mm_inputs", "mm_data", "mm_items", "mm_features",
          "mm_input_embeds", "multimodal_inputs", "multimodal_embeddings", "vision_embeddings", "need_vision"),
         evidence=(
             "lmdeploy pytorch/models/qwen2_5_vl.py:498",
             "lmdeploy pytorch/models/internvl.py:614",
             "sglang models/llava.py:234",
             "lmdeploy pytorch/models/qwen2_vl.py:696",
+            "vllm0101 model_executor/models/phi4mm.py:1076",
         ),
     ),
 )

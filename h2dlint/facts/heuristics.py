@@ -119,13 +119,14 @@ HOT_NAMES: Tuple[Heuristic, ...] = (
     _names(
         "hot-name-multimodal", _HOT,
         "multimodal encoders run once per request with images, audio or video (vLLM's runner runs them in "
-        "`_execute_mm_encoder`)",
-        ("get_*_feature", "embed_multimodal", "*execute_mm_encoder*"),
+        "`_execute_mm_encoder`, through the model's `get_multimodal_embeddings` or `embed_multimodal`)",
+        ("get_*_feature", "embed_multimodal", "get_multimodal_embeddings", "*execute_mm_encoder*"),
         evidence=(
             "sglang models/gemma3n_mm.py:360",
             "sglang models/lfm2_vl.py:250",
             "sglang models/midashenglm.py:537",
             "sglang models/mimo_audio.py:949",
+            "vllm0101 model_executor/models/molmo.py:1475",
         ),
     ),
     _names(

@@ -6,7 +6,9 @@ A serving engine's language model takes its multimodal inputs in the prefill of 
 A test is such a presence test when it, or one of the operands of an `and`, asks whether a local named like
 multimodal input (`MULTIMODAL_INPUTS`) is there: `x is not None`, `x` alone, `len(x) > 0` (or `!= 0`, `>= 1`),
 `len(x)`, `x.any()`. `is None`, `not x` and `or` say the opposite or nothing: the branch they guard is not taken
-to be per request. Serving defaults only (`Settings.multimodal_branches_per_request`): a trainer takes its
+to be per request. But an early return on their absence (`if pixel_values is None and image_embeds is None: return
+None`, vLLM's `_parse_and_validate_image_input`) makes the rest of the function such a branch
+(`returns_unless_multimodal`). Serving defaults only (`Settings.multimodal_branches_per_request`): a trainer takes its
 images every step.
 """
 
@@ -30,6 +32,30 @@ def tests_multimodal_presence(test: ast.expr) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(tests_multimodal_presence(value) for value in test.values)
     return _present(test) is not None
+
+
+def returns_unless_multimodal(statement: ast.stmt) -> bool:
+    """Whether `statement` is `if <absent>: ... return`, where the test holds when no multimodal
+    input is there (`x is None`, `not x`, `len(x) == 0`; all operands of an `and`, any of an `or`): the function's
+    statements after it run only when some is."""
+    if not isinstance(statement, ast.If) or not isinstance(statement.body[-1], ast.Return):
+        return False
+    return _absent(statement.test)
+
+
+def _absent(test: ast.expr) -> bool:
+    if isinstance(test, ast.BoolOp):
+        absent = [_absent(value) for value in test.values]
+        return all(absent) if isinstance(test.op, ast.And) else any(absent)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _present(test.operand) is not None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, ast.Is) and is_none(right):
+            return _multimodal(test.left) is not None
+        is_zero = isinstance(right, ast.Constant) and type(right.value) is int and right.value == 0
+        return isinstance(op, ast.Eq) and is_zero and _multimodal(_len_argument(test.left)) is not None
+    return False
 
 
 def _present(test: ast.expr) -> Optional[ast.expr]:

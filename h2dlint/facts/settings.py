@@ -51,6 +51,7 @@ DEFAULT_PER_REQUEST_FUNCTIONS: Tuple[str, ...] = (
     "*Pipeline.__call__",
     "get_*_feature",  # multimodal encoders, once per request with images, audio or video
     "embed_multimodal",
+    "get_multimodal_embeddings",  # `embed_multimodal` before vLLM 0.11
     # vLLM's runner runs the encoder for the step's new images (`_execute_mm_encoder`), through the models'
     # encoder CUDA-graph protocol (`encoder_cudagraph_forward`, `prepare_encoder_cudagraph_replay_buffers`)
     # or eagerly (`encoder_eager_forward`): once per request that brings them.
