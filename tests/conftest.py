@@ -64,7 +64,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Tuple
 
 import pytest
 
@@ -111,6 +111,13 @@ def codes_by_row(run_cli, folder: Path, source: str) -> Dict[int, str]:
                              cwd=folder)
     assert code in (0, 1), err
     return {d["location"]["row"]: d["code"] for d in json.loads(out)}
+
+
+def messages_by_site(run_cli, project: Path, *args: str) -> Dict[Tuple[str, int], str]:
+    """(file name, row) -> message of each finding of `h2dlint check` run on the whole of `project`, uncached."""
+    code, out, err = run_cli("check", "--output-format", "json", "--no-cache", *args, ".", cwd=project)
+    assert code in (0, 1), err
+    return {(d["filename"].rsplit("/", 1)[-1], d["location"]["row"]): d["message"] for d in json.loads(out)}
 
 
 def row_of(source: str, needle: str, nth: int = 0) -> int:

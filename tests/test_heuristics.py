@@ -593,6 +593,7 @@ def test_every_heuristic_is_exercised_by_a_case():
     structural = {"hot-name-configured", "cold-name-configured"}  # exercised with settings of their own
     structural.add("placement-parameter-from-module-callers")  # needs a project: tests/test_placement_callers.py
     structural.add("placement-parameter-from-project-callers")  # so does this one
+    structural.add("placement-parameter-from-submodule-calls")  # and this: tests/test_submodule_calls.py
     structural.add("placement-parameter-training-forward")  # needs the training preset: tests/test_presets.py
     names = {h.id for h in HEURISTICS if h.patterns}
     levels = {h.id for h in LEVEL_HEURISTICS}  # they change a finding's level, not its verdict: test_levels.py

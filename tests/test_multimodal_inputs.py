@@ -6,11 +6,10 @@ input classes: each step must keep the placement for `grid_thw.tolist()` to be f
 
 from __future__ import annotations
 
-import json
 import textwrap
 
 import pytest
-from conftest import demo_package, row_of
+from conftest import demo_package, messages_by_site, row_of
 
 PROCESSING = """\
     from vllm.multimodal.inputs import MultiModalFieldConfig
@@ -81,12 +80,6 @@ MODEL = """\
 SITE = "grid_thw.tolist()"
 
 
-def _reported(run_cli, project, *args) -> dict:
-    code, out, err = run_cli("check", "--output-format", "json", "--no-cache", *args, ".", cwd=project)
-    assert code in (0, 1), err
-    return {(d["filename"].rsplit("/", 1)[-1], d["location"]["row"]): d["message"] for d in json.loads(out)}
-
-
 def _project(tmp_path, model: str, processing: str):
     modules = {"model": model}
     if processing:
@@ -96,7 +89,7 @@ def _project(tmp_path, model: str, processing: str):
 
 def test_an_input_whose_field_another_file_declares_is_on_the_device(tmp_path, run_cli):
     project = _project(tmp_path, MODEL, PROCESSING.format(keep=""))
-    message = _reported(run_cli, project)[("model.py", row_of(MODEL, SITE))]
+    message = messages_by_site(run_cli, project)[("model.py", row_of(MODEL, SITE))]
     assert "multimodal input `image_grid_thw`" in message
     assert "processing.py" in message
 
@@ -104,7 +97,7 @@ def test_an_input_whose_field_another_file_declares_is_on_the_device(tmp_path, r
 def test_an_input_whose_field_its_own_file_declares_is_on_the_device(tmp_path, run_cli):
     declared = textwrap.dedent(PROCESSING.format(keep="")) + "\n\n" + textwrap.dedent(MODEL)
     project = _project(tmp_path, declared, "")
-    assert ("model.py", row_of(declared, SITE)) in _reported(run_cli, project)
+    assert ("model.py", row_of(declared, SITE)) in messages_by_site(run_cli, project)
 
 
 ASSIGNED = """\
@@ -121,7 +114,7 @@ ASSIGNED = """\
 @pytest.mark.parametrize("processing", [PROCESSING, ASSIGNED], ids=["keywords", "assigned by key"])
 def test_an_input_whose_field_another_file_declares_either_way_is_reported(tmp_path, run_cli, processing):
     project = _project(tmp_path, MODEL, processing.format(keep=""))
-    assert ("model.py", row_of(MODEL, SITE)) in _reported(run_cli, project)
+    assert ("model.py", row_of(MODEL, SITE)) in messages_by_site(run_cli, project)
 
 
 @pytest.mark.parametrize(
@@ -130,10 +123,10 @@ def test_an_input_whose_field_another_file_declares_either_way_is_reported(tmp_p
 )
 def test_an_input_kept_on_the_host_or_never_declared_is_not_reported(tmp_path, run_cli, processing):
     project = _project(tmp_path, MODEL, processing)
-    assert ("model.py", row_of(MODEL, SITE)) not in _reported(run_cli, project)
+    assert ("model.py", row_of(MODEL, SITE)) not in messages_by_site(run_cli, project)
 
 
 def test_switched_off_the_inputs_are_not_placed(tmp_path, run_cli):
     project = _project(tmp_path, MODEL, PROCESSING.format(keep=""))
-    found = _reported(run_cli, project, "--disable-heuristics", "placement-multimodal-input")
+    found = messages_by_site(run_cli, project, "--disable-heuristics", "placement-multimodal-input")
     assert ("model.py", row_of(MODEL, SITE)) not in found

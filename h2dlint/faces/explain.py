@@ -113,6 +113,8 @@ def _asked(site: Site) -> str:
         return f"what `.{query.name}()` returns, which the class of its object decides"
     if query.kind == "callers":
         return f"what the calls of `{query.name}()` pass for `{query.parameter[0]}`, in this file and the others"
+    if query.kind == "module-callers":
+        return f"whether another file builds or imports `{query.name}`, whose calls here pass `{query.parameter[0]}`"
     if query.kind == "record":
         return f"what the constructor calls of `{query.owner}` put in its field `{query.name}`"
     what = f"`self.{query.name}()` returns" if query.kind == "method" else f"`self.{query.name}` holds"

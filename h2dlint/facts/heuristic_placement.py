@@ -107,6 +107,19 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ),
     ),
     Heuristic(
+        "placement-parameter-from-submodule-calls", Effect.PLACEMENT, Group.CONVENTION,
+        "a parameter of a module's `forward` lives where every call of the module in its file passes it "
+        "(`self.visual(pixel_values, grid_thw=grid_thw)` runs `VisionTransformer.forward` through "
+        "`nn.Module.__call__`), when every place the file names the class builds it into an attribute "
+        "(`self.visual = VisionTransformer(...)`), every use of that attribute is such a call on `self`, and no "
+        "other file of the project calls or imports the class: its calls are then all in sight",
+        evidence=(
+            "vllm0101 model_executor/models/qwen2_vl.py:650",
+            "vllm0101 model_executor/models/glm4_1v.py:742",
+            "sglang models/jet_nemotron.py:175",
+        ),
+    ),
+    Heuristic(
         "placement-parameter-from-project-callers", Effect.PLACEMENT, Group.CONVENTION,
         "a parameter of a public function or method lives where every call of it in the project passes it, when "
         "the project's index resolves each call of that name in the other files, to it alone or to another "

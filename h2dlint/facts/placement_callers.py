@@ -95,6 +95,8 @@ class CallerArguments:
             return UNKNOWN  # what other files are told (`exports`) does not rest on a question of its own
         if function is None or not self._conventions.parameter_from_callers:
             return UNKNOWN
+        if function.name == "forward" and class_name is not None:
+            return self.forward_passed(function, class_name, name, depth)
         if not private and (not self._conventions.public_from_callers or is_called_unseen(function.name)):
             return UNKNOWN
         method = class_name is not None
@@ -108,10 +110,15 @@ class CallerArguments:
             return found
         if found.place is Place.UNKNOWN and not self._asks_project(function):
             return UNKNOWN  # a public function's callers here that disagree, or none: not yet known
-        position = _position(function, name, bound=method)
+        position = parameter_position(function, name, bound=method)
         local = exported(found) if found.place is not Place.UNKNOWN else None
         query = PlacementQuery("callers", function.name, class_name or "", local=local, parameter=(name, position))
         return self._ask(query)  # type: ignore[attr-defined]
+
+    def forward_passed(self, function: FunctionNode, class_name: str, name: str, depth: int) -> Placement:
+        """Where parameter `name` of the `forward` of module class `class_name` lives: no call names `forward`
+        (`module(x)` runs it), so its callers are not these; `placement_submodule_calls` finds them."""
+        return UNKNOWN
 
     def _asks_project(self, function: FunctionNode) -> bool:
         """Whether what other files' calls pass may place a parameter of public `function`, which this module
@@ -152,11 +159,18 @@ class CallerArguments:
 
     def _passed(self, function: FunctionNode, class_name: Optional[str], name: str, depth: int) -> Placement:
         sites = self._callers(function, class_name)
+        return self.agreed_arguments(sites, function, name, class_name is not None, depth)
+
+    def agreed_arguments(
+        self, sites: List[_Site], function: FunctionNode, name: str, bound: bool, depth: int
+    ) -> Placement:
+        """Where parameter `name` of `function` lives by what the calls `sites` pass for it (`bound`: as a method
+        on its object): unknown where there are none, one may hide it, or they disagree."""
         if not sites:
             return UNKNOWN
         found: List[Placement] = []
         for caller, owner, call in sites:
-            argument = argument_for(call, function, name, bound=class_name is not None)
+            argument = argument_for(call, function, name, bound=bound)
             if argument is _HIDDEN:
                 return UNKNOWN
             if argument is NOT_PASSED or isinstance(argument, ast.Constant):
@@ -186,7 +200,7 @@ class CallerArguments:
         sites: List[_Site] = []
         for caller, owner in self._functions_at(rows):
             for node in own_nodes(caller, rows):
-                if isinstance(node, ast.Call) and _calls_named(node.func, function.name, caller, class_name):
+                if isinstance(node, ast.Call) and calls_named(node.func, function.name, caller, class_name):
                     sites.append((caller, owner, node))
         if len(sites) != len(rows) and len(sites) != len(self._references(function)):
             return []  # another reference, a call in a nested function, `obj._m()`, a string that may name it
@@ -221,16 +235,16 @@ class CallerArguments:
             at = text.find(name, end)
         return places
 
-    def _in_prose(self, row: int, offset: int) -> bool:
+    def _in_prose(self, row: int, offset: int, any_string: bool = False) -> bool:
         """Whether the name written at `offset` (on line `row`) is in a comment, or in a string of words (one
-        with a space: a docstring, a message), where it calls nothing."""
+        with a space: a docstring, a message), where it calls nothing; with `any_string`, in any string."""
         starts = self._line_starts()
         line = self._source[starts[row - 1] : starts[row] if row < len(starts) else len(self._source)]
         column = len(line[: offset - starts[row - 1]].encode("utf-8"))  # `ast` counts columns in UTF-8 bytes
         strings = strings_on_row(self._module, row)
         around = [s for s in strings if _spans(s, row, column)]
         if around:
-            return all(isinstance(s, ast.Constant) and " " in s.value for s in around)
+            return all(isinstance(s, ast.Constant) and (any_string or " " in s.value) for s in around)
         before = line[: offset - starts[row - 1]]
         hashes = (len(before[:at].encode("utf-8")) for at, char in enumerate(before) if char == "#")
         return any(not any(_spans(s, row, h) for s in strings) for h in hashes)  # a `#` that starts a comment
@@ -294,7 +308,7 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _calls_named(func: ast.expr, name: str, caller: FunctionNode, class_name: Optional[str]) -> bool:
+def calls_named(func: ast.expr, name: str, caller: FunctionNode, class_name: Optional[str]) -> bool:
     """Whether a call of `func` calls the function `name` (a method of `class_name` on `self`)."""
     if class_name is None:
         return isinstance(func, ast.Name) and func.id == name
@@ -310,7 +324,7 @@ def _is_self(expr: ast.expr, caller: FunctionNode) -> bool:
 def argument_for(call: ast.Call, function: FunctionNode, name: str, bound: bool) -> object:
     """The expression `call` passes `function`'s parameter `name` (the first parameter bound to the receiver
     when `bound`), `NOT_PASSED`, or `_HIDDEN`."""
-    return _argument_at(call, name, _position(function, name, bound))
+    return _argument_at(call, name, parameter_position(function, name, bound))
 
 
 def _argument_at(call: ast.Call, name: str, position: int) -> object:
@@ -328,7 +342,7 @@ def _argument_at(call: ast.Call, name: str, position: int) -> object:
     return NOT_PASSED
 
 
-def _position(function: FunctionNode, name: str, bound: bool) -> int:
+def parameter_position(function: FunctionNode, name: str, bound: bool) -> int:
     """Where a call passes parameter `name` of `function` by position (the receiver aside, when `bound`); -1 for
     a parameter passed only by keyword."""
     args = function.args

@@ -33,6 +33,7 @@ NAMED_LIKE_CLASS = "placement-parameter-named-like-class"
 FROM_CALLERS = "placement-parameter-from-callers"
 FROM_MODULE_CALLERS = "placement-parameter-from-module-callers"
 FROM_PROJECT_CALLERS = "placement-parameter-from-project-callers"
+FROM_SUBMODULE_CALLS = "placement-parameter-from-submodule-calls"  # `facts.placement_submodule_calls`
 MASK_NAMES = "placement-name-mask-index"
 SUBMODULE = "placement-submodule-output"
 MULTIMODAL_INPUT = "placement-multimodal-input"  # `facts.multimodal_inputs`
@@ -58,6 +59,7 @@ class Conventions:
     parameter_from_callers: bool = False  # `placement-parameter-from-callers` (`facts.placement_callers`)
     public_from_callers: bool = False  # `placement-parameter-from-module-callers`: public functions too
     project_callers: bool = False  # `placement-parameter-from-project-callers`: their calls in other files too
+    submodule_callers: bool = False  # `placement-parameter-from-submodule-calls`: a module's `forward`, by its calls
     mask_names: Tuple[str, ...] = ()  # `placement-name-mask-index`: the kind of an index, for `rules.mask_indexing`
     # `placement-submodule-output` (`facts.placement_returns`): None when off, else the classes it leaves out
     submodule_exceptions: Optional[Tuple[str, ...]] = None
@@ -206,6 +208,7 @@ def conventions_from(settings: Settings) -> Conventions:
         parameter_from_callers=settings.enabled(FROM_CALLERS),
         public_from_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_MODULE_CALLERS),
         project_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_PROJECT_CALLERS),
+        submodule_callers=settings.enabled(FROM_CALLERS) and settings.enabled(FROM_SUBMODULE_CALLS),
         mask_names=patterns(MASK_NAMES),
         submodule_exceptions=BY_ID[SUBMODULE].exceptions if settings.enabled(SUBMODULE) else None,
         multimodal_inputs=settings.enabled(MULTIMODAL_INPUT),

@@ -19,7 +19,6 @@ import ast
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from h2dlint.facts.placement import PlacementScope, placement_of
-from h2dlint.facts.placement_callers import CallerArguments
 from h2dlint.facts.placement_conventions import MIRROR_SUFFIXES, Conventions, mirror_of, mirrors_of_their_own_tensor
 from h2dlint.facts.placement_fields import RecordFields
 from h2dlint.facts.placement_exports import (
@@ -33,6 +32,7 @@ from h2dlint.facts.placement_returns import FunctionReturns
 from h2dlint.facts.placement_through import ParameterFollowing, first_parameter
 from h2dlint.facts.registrations import is_accessor
 from h2dlint.facts.placement_regions import Regions, default_device, own_nodes
+from h2dlint.facts.placement_submodule_calls import SubmoduleCalls
 from h2dlint.facts.placement_typed import TypedReceivers, class_fields
 from h2dlint.facts.placement_values import CYCLE, UNKNOWN, Place, Placement, agreed
 from h2dlint.facts.bindings import Bindings, class_bindings, function_bindings
@@ -46,7 +46,9 @@ _MIRROR_STEPS = 6  # views, methods and names followed back to the tensor whose 
 Assignment = Tuple[FunctionNode, Optional[ast.expr], int]  # the method, the value (None: not its own), the line
 
 
-class ModulePlacements(FunctionReturns, ParameterFollowing, TypedReceivers, CallerArguments, RecordFields):
+class ModulePlacements(
+    FunctionReturns, ParameterFollowing, TypedReceivers, SubmoduleCalls, RecordFields
+):
     """The placement knowledge of one module, shared by every point of it; summaries are cached."""
 
     def __init__(

@@ -166,7 +166,8 @@ class PlacementQuery:
 
     "callers" asks whether any other file calls or imports function or method `name` (of class `owner`, if
     any): if none does, a parameter of it lives where every call in its own module passes it, as `local` says
-    (`facts.placement_callers`)."""
+    (`facts.placement_callers`). "module-callers" asks the same of class `name`, for a parameter of its
+    `forward` that the calls of its instances in its module place (`facts.placement_submodule_calls`)."""
 
     kind: str
     name: str
@@ -178,6 +179,9 @@ class PlacementQuery:
     # the answer when the function returns its first argument where it is
     local: Optional[ExportedPlacement] = None
     parameter: Tuple[str, int] = ("", -1)  # "callers": the parameter, and where a call passes it by position
+    # "module-callers" without `local`: the calls of the module, each (the calling method's qualname, its line,
+    # the callee as written: `self.visual`, `blk`), whose arguments the project asks the file for
+    calls: Tuple[Tuple[str, int, str], ...] = ()
 
 
 @dataclass(frozen=True)

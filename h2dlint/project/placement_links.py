@@ -14,7 +14,8 @@ never reported. A file checked alone (flake8 without a project, `--isolated-file
 ask, so its pending sites are never reported there either.
 
 A public function's parameter ("callers") is answered by its own module's calls where no other file names the
-function, else by what every call of it in the other files passes (`project.placement_passed`).
+function, else by what every call of it in the other files passes (`project.placement_passed`); a parameter of a
+module's `forward` ("module-callers") by the calls of the module in its file, where no other file names its class.
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ from h2dlint.facts.placement_conventions import MULTIMODAL_INPUT, mirror_of
 from h2dlint.facts.placement_typed import mirror_evidence
 from h2dlint.facts.placement_values import Place
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementExports, PlacementQuery, Site
+from h2dlint.facts.summary import (
+    CallKind, CallRef, ExportedPlacement, ModuleSummary, PlacementExports, PlacementQuery, Site,
+)
 from h2dlint.project.cache import Cache, LastRun, Stat
 from h2dlint.project.files import Candidate
 from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.placement_demand import CALLS_ASKED, DemandedExports, worked_out
-from h2dlint.project.placement_passed import Arguments, ProjectCallers
+from h2dlint.project.placement_passed import Arguments, ProjectCallers, passed_by
 from h2dlint.rules.device_to_host import mirror_remedy
 
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
@@ -117,8 +120,15 @@ class PlacementLinks:
         the question comes back to itself (a cycle)."""
         if (module, query) in asked or len(asked) >= _MAX_LINKS:
             return None
+        if query.kind == "module-callers" and query.calls:
+            local = self._calls_answered(module, query, origin, asked)
+            if local is None:
+                return None
+            query = replace(query, local=local, calls=())
         if query.kind == "callers":
             return self._only_called_in(module, query) or self._called_in_project(module, query, origin, asked)
+        if query.kind == "module-callers":
+            return self._only_called_in(module, query)
         if query.kind == "multimodal":
             return self._multimodal_input(query.name, origin)
         found = self._definition(module, query)
@@ -144,7 +154,8 @@ class PlacementLinks:
         if query.local is None or self._named_elsewhere(module, query.name):
             return None
         local = query.local
-        evidence = f"{local.evidence}, and no other file of the project calls `{query.name}`"
+        calls = "builds or imports" if query.kind == "module-callers" else "calls"
+        evidence = f"{local.evidence}, and no other file of the project {calls} `{query.name}`"
         return ExportedPlacement(local.place, evidence, local.chain, mirror=local.mirror)
 
     def _called_in_project(
@@ -160,6 +171,31 @@ class PlacementLinks:
             module, query, lambda where, pending: self.answer(where, pending, origin, deeper),
             lambda where: os.path.relpath(os.path.abspath(self._paths.get(where, where)), origin),
         )
+
+    def _calls_answered(
+        self, module: str, query: PlacementQuery, origin: str, asked: _Asked
+    ) -> Optional[ExportedPlacement]:
+        """Where the parameter lives by what the calls `query.calls` of its own module pass, each asked of the
+        module and answered in turn (`facts.placement_callers.CallerArguments.calls_asked`); None where one is not
+        known, or they disagree."""
+        if self._arguments is None:
+            return None
+        sites = [
+            (module, CallRef(caller, CallKind.METHOD, written.rpartition(".")[2], None, line, None))
+            for caller, line, written in query.calls
+        ]
+        deeper = asked | {(module, query)}
+        path = os.path.relpath(os.path.abspath(self._paths.get(module, module)), origin)
+        found = passed_by(
+            sites, query, self._arguments, lambda where, pending: self.answer(where, pending, origin, deeper),
+            lambda where: path,
+        )
+        if not found or len({placed.place for placed in found}) != 1 or found[0].place == Place.UNKNOWN.value:
+            return None
+        (_, line, written), more = query.calls[0], len(query.calls) - 1
+        lines = f"line {line}" + (f" (and {more} more)" if more else "")
+        evidence = f"is, at every call of `{written}(...)` in {path} ({lines}), a tensor that {found[0].evidence}"
+        return ExportedPlacement(found[0].place, evidence, found[0].chain)
 
     def _multimodal_input(self, name: str, origin: str) -> Optional[ExportedPlacement]:
         """The multimodal input `name` on the device, where a file of the project declares its field and none

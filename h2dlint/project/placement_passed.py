@@ -56,22 +56,10 @@ class ProjectCallers:
         sites = self._other_calls(module, query)
         if sites is None or not sites:
             return None  # no other file calls it: its own module's calls, if any, are all (`_only_called_in`)
-        found = [query.local] if query.local is not None else []
-        for caller_module, call in sites:
-            passed = self._argument(caller_module, call, query)
-            if passed is None:
-                return None
-            if passed is NOT_PASSED:
-                continue
-            chain = tuple(f"{path_of(caller_module)}: {step}" for step in passed.chain)
-            if passed.pending is not None:
-                deeper = answer(caller_module, passed.pending)
-                if deeper is None:
-                    return None
-                passed = replace(deeper, chain=chain + deeper.chain)
-            else:
-                passed = replace(passed, chain=chain)
-            found.append(passed)
+        others = passed_by(sites, query, self._argument, answer, path_of)
+        if others is None:
+            return None
+        found = ([query.local] if query.local is not None else []) + others
         if not found or len({placed.place for placed in found}) != 1:
             return None
         files = sorted({path_of(where) for where, _ in sites})
@@ -104,3 +92,29 @@ class ProjectCallers:
         module that names it with no call resolved (an import alone, say) may reach it unseen."""
         resolved = self._graph.calls_named(module, name)
         return bool(resolved) and all(targets and (key not in targets or len(targets) == 1) for targets in resolved)
+
+
+def passed_by(
+    sites: List[Tuple[str, CallRef]], query: PlacementQuery, argument: Arguments, answer: Answer,
+    path_of: Callable[[str], str],
+) -> Optional[List[ExportedPlacement]]:
+    """What each call of `sites` (its module, the call) passes for the parameter `query` asks about (the call's
+    own name standing for `query.name`), with the questions that leaves answered: `answer(module, question)`;
+    None where one is not known. Calls that pass no tensor there are left out."""
+    found: List[ExportedPlacement] = []
+    for caller_module, call in sites:
+        passed = argument(caller_module, call, replace(query, name=call.name))
+        if passed is None:
+            return None
+        if passed is NOT_PASSED:
+            continue
+        chain = tuple(f"{path_of(caller_module)}: {step}" for step in passed.chain)
+        if passed.pending is not None:
+            deeper = answer(caller_module, passed.pending)
+            if deeper is None:
+                return None
+            passed = replace(deeper, chain=chain + deeper.chain)
+        else:
+            passed = replace(passed, chain=chain)
+        found.append(passed)
+    return found

@@ -1,0 +1,137 @@
+"""A module's `forward` runs with what the calls of the module pass (`placement-parameter-from-submodule-calls`):
+`self.visual(pixel_values, grid_thw=grid_thw)` where `self.visual = VisionTransformer(...)`, and `blk(x,
+cu_seqlens)` in `for blk in self.blocks:` over a `ModuleList`. A parameter of `forward` is placed by those calls
+only where they are all its calls in sight: every other use of the module, of the attribute holding it, or of the
+class's name, may call it with other arguments."""
+
+from __future__ import annotations
+
+
+import pytest
+from conftest import demo_package, messages_by_site, row_of
+
+ENCODER = """\
+    import torch
+    from torch import nn
+
+
+    class VisionAttention(nn.Module):
+        def forward(self, x, cu_seqlens):
+            max_seqlen = (cu_seqlens[1:] - cu_seqlens[:-1]).max().item()
+            return x[:max_seqlen]
+
+
+    class VisionBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = VisionAttention()
+
+        def forward(self, x, cu_seqlens):
+            return x + self.attn(x, cu_seqlens=cu_seqlens)
+
+
+    class VisionTransformer(nn.Module):
+        def __init__(self, depth):
+            super().__init__()
+            self.blocks = nn.ModuleList([VisionBlock() for _ in range(depth)])
+            self.merge_size = 2
+
+        def forward(self, x, grid_thw):
+            sizes = grid_thw.tolist()
+            cu_seqlens = (grid_thw[:, 1] * grid_thw[:, 2]).cumsum(0)
+            for i, blk in enumerate(self.blocks):
+                x = blk(x, cu_seqlens)
+            return x, sizes
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.visual = VisionTransformer(2)
+
+        def embed_image(self, pixel_values, dev):
+            grid_thw = GRID
+            merge = self.visual.merge_size
+            if self.visual is None:
+                return None
+            return self.visual(pixel_values, grid_thw=grid_thw)
+    """
+
+ON_DEVICE = "torch.tensor([[1, 2, 2]], device=dev)"
+SIZES, MAX_SEQLEN = "grid_thw.tolist()", ".max().item()"
+
+
+def _check(tmp_path, run_cli, model: str, *args, **others: str) -> dict:
+    project = demo_package(tmp_path, {"model": model, **others}, "select = ['HTD2']\n")
+    return messages_by_site(run_cli, project, *args)
+
+
+def _model(grid: str = ON_DEVICE, edit=lambda source: source) -> str:
+    return edit(ENCODER.replace("GRID", grid))
+
+
+def test_a_parameter_of_forward_lives_where_the_calls_of_the_module_pass_it(tmp_path, run_cli):
+    model = _model()
+    found = _check(tmp_path, run_cli, model)
+    message = found[("model.py", row_of(model, SIZES))]
+    assert "at every call of `self.visual(...)` in this file" in message
+    assert "no other file of the project builds or imports `VisionTransformer`" in message
+    # through the loop over the `ModuleList` and the block's own submodule, three calls deep
+    deep = found[("model.py", row_of(model, MAX_SEQLEN))]
+    assert "`self.attn(...)`" in deep and "`blk(...)`" in deep and "`self.visual(...)`" in deep
+
+
+def test_a_host_argument_makes_no_device_parameter(tmp_path, run_cli):
+    model = _model(grid="torch.tensor([[1, 2, 2]])")
+    found = _check(tmp_path, run_cli, model)
+    assert ("model.py", row_of(model, SIZES)) not in found
+    assert ("model.py", row_of(model, MAX_SEQLEN)) not in found
+
+
+def test_an_argument_another_file_places_is_asked_of_it(tmp_path, run_cli):
+    imports = "from torch import nn\n\n    from pkg.grids import make_grid\n"
+    model = _model(grid="make_grid(dev)", edit=lambda s: s.replace("from torch import nn\n", imports))
+    grids = "import torch\n\n\ndef make_grid(dev):\n    return torch.tensor([[1, 2, 2]], device=dev)\n"
+    found = _check(tmp_path, run_cli, model, grids=grids)
+    message = found[("model.py", row_of(model, SIZES))]
+    assert "at every call of `self.visual(...)` in model.py (line" in message and "grids.py" in message
+
+
+UNSEEN_CALLS = {
+    "another file imports the class": None,
+    "the module is passed on": ("return self.visual(pixel_values, grid_thw=grid_thw)",
+                                "return run_sharded(self.visual, pixel_values, grid_thw)"),
+    "it is looked up by name": ("merge = self.visual.merge_size", "merge = getattr(self, 'visual').merge_size"),
+    "its forward is called by name": ("return self.visual(pixel_values, grid_thw=grid_thw)",
+                                      "return self.visual.forward(pixel_values, grid_thw)"),
+    "the class is subclassed": (
+        "class Model(nn.Module):", "class Bigger(VisionTransformer):\n    pass\n\n\nclass Model(nn.Module):"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNSEEN_CALLS))
+def test_a_module_that_may_be_called_out_of_sight_places_nothing(tmp_path, run_cli, case):
+    change = UNSEEN_CALLS[case]
+    if change is None:
+        model = _model()
+        others = {"other": "from pkg.model import VisionTransformer\n"}
+    else:
+        model = _model(edit=lambda s: s.replace(change[0], change[1].replace("\n", "\n    ")))
+        others = {}
+    found = _check(tmp_path, run_cli, model, **others)
+    assert ("model.py", row_of(model, SIZES)) not in found
+
+
+def test_a_loop_that_lets_its_modules_out_places_nothing_through_it(tmp_path, run_cli):
+    kept = "x = blk(x, cu_seqlens)\n                kept = [blk]"
+    model = _model(edit=lambda s: s.replace("x = blk(x, cu_seqlens)", kept))
+    found = _check(tmp_path, run_cli, model)
+    assert ("model.py", row_of(model, SIZES)) in found  # the outer call is still all in sight
+    assert ("model.py", row_of(model, MAX_SEQLEN)) not in found
+
+
+def test_switched_off_the_calls_place_nothing(tmp_path, run_cli):
+    model = _model()
+    found = _check(tmp_path, run_cli, model, "--disable-heuristics", "placement-parameter-from-submodule-calls")
+    assert ("model.py", row_of(model, SIZES)) not in found
