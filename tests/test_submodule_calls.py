@@ -135,3 +135,23 @@ def test_switched_off_the_calls_place_nothing(tmp_path, run_cli):
     model = _model()
     found = _check(tmp_path, run_cli, model, "--disable-heuristics", "placement-parameter-from-submodule-calls")
     assert ("model.py", row_of(model, SIZES)) not in found
+
+
+def test_a_public_helper_whose_calls_pass_a_question_is_placed_when_it_is_answered(tmp_path, run_cli):
+    """`self.seqlens(cu_seqlens)` in `forward` passes what the module's calls place; another file calls its own
+    method of the same name, which is no call of this one."""
+    helper = "def seqlens(self, cu_seqlens):\n            return (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()"
+    model = _model(edit=lambda s: s.replace(
+        "sizes = grid_thw.tolist()\n            cu_seqlens = (grid_thw[:, 1] * grid_thw[:, 2]).cumsum(0)\n",
+        "cu_seqlens = (grid_thw[:, 1] * grid_thw[:, 2]).cumsum(0)\n            sizes = self.seqlens(cu_seqlens)\n",
+    ).replace("return x, sizes\n", f"return x, sizes\n\n        {helper}\n"))
+    other = "class Other:\n    def seqlens(self, x):\n        return x\n\n"
+    other += "    def run(self, x):\n        return self.seqlens(x)\n"
+    site = "return (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()"
+    message = _check(tmp_path, run_cli, model, other=other)[("model.py", row_of(model, site))]
+    through = "at every call of `seqlens(...)` in this file, a tensor that is, at every call of `self.visual(...)`"
+    assert through in message
+    assert "every call of `seqlens` in the other files reaches another function of that name" in message
+    # a call on an object of unknown class may reach it: the helper's callers are no longer all in sight
+    unseen = other.replace("def run(self, x):", "def run(self, obj, x):").replace("self.seqlens(x)", "obj.seqlens(x)")
+    assert ("model.py", row_of(model, site)) not in _check(tmp_path / "unseen", run_cli, model, other=unseen)

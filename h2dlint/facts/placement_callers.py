@@ -108,10 +108,10 @@ class CallerArguments:
         found = self._summary(key, lambda: self._passed(function, class_name, name, depth))
         if private:
             return found
-        if found.place is Place.UNKNOWN and not self._asks_project(function):
+        if found.place is Place.UNKNOWN and found.pending is None and not self._asks_project(function):
             return UNKNOWN  # a public function's callers here that disagree, or none: not yet known
         position = parameter_position(function, name, bound=method)
-        local = exported(found) if found.place is not Place.UNKNOWN else None
+        local = exported(found)  # what the calls here pass may be a question of its own, asked in turn
         query = PlacementQuery("callers", function.name, class_name or "", local=local, parameter=(name, position))
         return self._ask(query)  # type: ignore[attr-defined]
 

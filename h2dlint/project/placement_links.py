@@ -125,6 +125,12 @@ class PlacementLinks:
             if local is None:
                 return None
             query = replace(query, local=local, calls=())
+        if query.kind == "callers" and query.local is not None and query.local.pending is not None:
+            local = self.answer(module, query.local.pending, origin, asked | {(module, query)})
+            if local is None:
+                return None
+            calls = f"is, at every call of `{query.name}(...)` in this file, a tensor that {local.evidence}"
+            query = replace(query, local=replace(local, evidence=calls))
         if query.kind == "callers":
             return self._only_called_in(module, query) or self._called_in_project(module, query, origin, asked)
         if query.kind == "module-callers":

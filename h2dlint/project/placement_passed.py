@@ -54,8 +54,14 @@ class ProjectCallers:
         call of it (those of its own module as `query.local` says); None when not every call is in sight or the
         calls disagree. `path_of` gives a module's file as the evidence names it."""
         sites = self._other_calls(module, query)
-        if sites is None or not sites:
-            return None  # no other file calls it: its own module's calls, if any, are all (`_only_called_in`)
+        if sites is None:
+            return None
+        if not sites:  # the other files that name it call other functions so named: its own module's calls are all
+            local = query.local
+            if local is None or local.pending is not None:
+                return None
+            elsewhere = f"and every call of `{query.name}` in the other files reaches another function of that name"
+            return replace(local, evidence=f"{local.evidence}, {elsewhere}")
         others = passed_by(sites, query, self._argument, answer, path_of)
         if others is None:
             return None
