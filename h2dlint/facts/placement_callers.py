@@ -312,10 +312,10 @@ def calls_named(func: ast.expr, name: str, caller: FunctionNode, class_name: Opt
     """Whether a call of `func` calls the function `name` (a method of `class_name` on `self`)."""
     if class_name is None:
         return isinstance(func, ast.Name) and func.id == name
-    return isinstance(func, ast.Attribute) and func.attr == name and _is_self(func.value, caller)
+    return isinstance(func, ast.Attribute) and func.attr == name and is_first_parameter(func.value, caller)
 
 
-def _is_self(expr: ast.expr, caller: FunctionNode) -> bool:
+def is_first_parameter(expr: ast.expr, caller: FunctionNode) -> bool:
     """Whether `expr` is the first parameter of the method `caller` (`self`)."""
     positional = (*caller.args.posonlyargs, *caller.args.args)
     return isinstance(expr, ast.Name) and bool(positional) and expr.id == positional[0].arg

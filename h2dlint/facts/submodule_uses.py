@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Tuple
 
+from h2dlint.facts.placement_callers import is_first_parameter
 from h2dlint.facts.placement_exports import FunctionNode
 from h2dlint.facts.placement_regions import own_nodes
 from h2dlint.facts.syntax import is_none, last_name
@@ -84,9 +85,9 @@ def calls_itself(node: ast.ClassDef) -> bool:
     for method in methods_of(node):
         for found in own_nodes(method):
             if isinstance(found, ast.Call) and (
-                _is_first_parameter(found.func, method)
+                is_first_parameter(found.func, method)
                 or (isinstance(found.func, ast.Attribute) and found.func.attr in _CALLS_ITSELF
-                    and _is_first_parameter(found.func.value, method))
+                    and is_first_parameter(found.func.value, method))
             ):
                 return True
     return False
@@ -151,10 +152,5 @@ def _walk_body(loop: ast.For | ast.AsyncFor) -> Iterator[ast.AST]:
 def _of_self(expr: Optional[ast.AST], attribute: str, method: FunctionNode) -> bool:
     """Whether `expr` is `self.<attribute>`, `self` being the method's first parameter."""
     return (
-        isinstance(expr, ast.Attribute) and expr.attr == attribute and _is_first_parameter(expr.value, method)
+        isinstance(expr, ast.Attribute) and expr.attr == attribute and is_first_parameter(expr.value, method)
     )
-
-
-def _is_first_parameter(expr: ast.expr, method: FunctionNode) -> bool:
-    positional = (*method.args.posonlyargs, *method.args.args)
-    return isinstance(expr, ast.Name) and bool(positional) and expr.id == positional[0].arg

@@ -182,8 +182,8 @@ class PlacementLinks:
         self, module: str, query: PlacementQuery, origin: str, asked: _Asked
     ) -> Optional[ExportedPlacement]:
         """Where the parameter lives by what the calls `query.calls` of its own module pass, each asked of the
-        module and answered in turn (`facts.placement_callers.CallerArguments.calls_asked`); None where one is not
-        known, or they disagree."""
+        module and answered in turn (`facts.placement_submodule_calls.SubmoduleCalls._calls_asked`); None where one
+        is not known, or they disagree."""
         if self._arguments is None:
             return None
         sites = [
