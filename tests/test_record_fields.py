@@ -192,6 +192,46 @@ def test_a_field_another_file_may_fill_otherwise_is_not_reported(project, run_cl
     assert row_of(RUNNER, "buffers.cu_seq_lens.copy_") not in findings(run_cli, ".", cwd=project)
 
 
+AGREEING = "def rebuild(n, dev):\n    return Buffers(seq_lens=None, cu_seq_lens=torch.zeros(n, device=dev), staging=None)\n"
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "reported"),
+    [
+        (AGREEING, True),
+        ("def rebuild(n):\n    return Buffers(seq_lens=None, cu_seq_lens=torch.zeros(n), staging=None)\n", False),
+        (AGREEING.replace("Buffers(", "records.Buffers(") + "from pkg import records\n", False),
+        (AGREEING + "\nMODULE_LEVEL = Buffers(seq_lens=None, cu_seq_lens=torch.zeros(2), staging=None)\n", False),
+        ("class Buffers:\n    pass\n\ndef own(n):\n    return Buffers(cu_seq_lens=torch.zeros(n))\n", True),
+    ],
+    ids=["puts the same by keyword", "puts a host tensor", "as `mod.Buffers(...)`", "a call at module level",
+         "its own class of that name"],
+)
+def test_a_field_another_file_constructs_is_known_where_every_call_there_agrees(
+    project, run_cli, elsewhere, reported
+):
+    importing = "" if elsewhere.startswith("class") else "from pkg.records import Buffers\n"
+    write(project, "pkg/other.py", "import torch\n" + importing + "\n" + elsewhere)
+    found = findings(run_cli, ".", cwd=project)
+    row = row_of(RUNNER, "buffers.cu_seq_lens.copy_")
+    assert (row in found) is reported
+    if reported and importing:
+        assert "every call of `Buffers(...)` in `other.py` passes the same placement for `cu_seq_lens`" in found[row][1]
+
+
+def test_a_warm_run_sees_another_file_start_constructing_the_record_on_the_host(project, run_cli):
+    def cached_findings():
+        code, out, err = run_cli("check", "--output-format", "json", ".", cwd=project)
+        assert code in (0, 1), err
+        return {d["location"]["row"] for d in json.loads(out)}
+
+    row = row_of(RUNNER, "buffers.cu_seq_lens.copy_")
+    write(project, "pkg/other.py", "import torch\nfrom pkg.records import Buffers\n\n" + AGREEING)
+    assert row in cached_findings()
+    write(project, "pkg/other.py", "import torch\nfrom pkg.records import Buffers\n\n" + AGREEING.replace(", device=dev", ""))
+    assert row not in cached_findings()
+
+
 def test_a_warm_run_sees_another_file_start_storing_the_field(project, run_cli):
     def cached_findings():
         code, out, err = run_cli("check", "--output-format", "json", ".", cwd=project)

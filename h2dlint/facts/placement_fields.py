@@ -13,7 +13,8 @@ else (a call in a nested function, at module level), or where the file stores it
 
 What other files do is the project's to check (`ModuleSummary.stored_attributes`, `called_names`): the
 placement is passed on as the question "record" (`project.placement_links`), answered only where no other file
-calls the class's name or stores the field.
+stores the field, and every other file that calls the class's name puts the same placement there
+(`imported_fills`, asked by `project.record_fills`).
 """
 
 from __future__ import annotations
@@ -86,14 +87,25 @@ class RecordFields:
     def filled(self, class_name: str, field: str, depth: int) -> List[Optional[Placement]]:
         """Where each constructor call puts `field` of record class `class_name`; None for a call whose value
         for it is not known."""
-        found: List[Optional[Placement]] = []
-        for fill in self.fills_of(class_name).get(field, ()):
-            if fill.value is None:
-                found.append(None)
-                continue
-            scope = self.scope(self._names_for(fill.function, fill.owner), fill.owner, fill.function)  # type: ignore
-            found.append(placement_of(fill.value, scope, depth + 1).via(fill.step(class_name, field)))
-        return found
+        return [self._placed(fill, class_name, field, depth) for fill in self.fills_of(class_name).get(field, ())]
+
+    def imported_fills(self, name: str, field: str) -> Optional[List[Placement]]:
+        """Where each call of `name`, a record class another file defines, puts its field `field` in this file
+        (`project.record_fills` asks it); None where one call may fill the field in a way not known (by
+        position: the order of the fields is the other file's to know), or no call of `name` is read at all."""
+        fills = field_fills({name: ()}, self._functions_at, self._source).get(name, {})  # type: ignore[attr-defined]
+        if not fills:
+            return None  # written as `mod.Name(...)`, or with nothing passed: nothing here says what it holds
+        found = [
+            self._placed(fill, name, field, 0) for fill in fills.get(field, ()) if not isinstance(fill.value, ast.Constant)
+        ]  # a constant (`None`) is no tensor
+        return None if None in found else found  # type: ignore[return-value]
+
+    def _placed(self, fill: FieldFill, class_name: str, field: str, depth: int) -> Optional[Placement]:
+        if fill.value is None:
+            return None
+        scope = self.scope(self._names_for(fill.function, fill.owner), fill.owner, fill.function)  # type: ignore
+        return placement_of(fill.value, scope, depth + 1).via(fill.step(class_name, field))
 
 
 def record_classes(classes: Dict[str, ast.ClassDef], source: str) -> Dict[str, Tuple[str, ...]]:

@@ -183,6 +183,11 @@ class ProjectGraph(ReceiverClasses, ClassHierarchy, CallGraph):
         found = target is not None and target[1] is not None and self.function(target) is not None  # type: ignore
         return target if found else None  # type: ignore[return-value]
 
+    def target_of(self, module: str, name: str) -> Optional[Tuple[str, Optional[str]]]:
+        """What `name` means in `module` where the project defines it: (module, None) for a module, (module,
+        top-level name) for a function or class, this module's own or imported; None when not the project's."""
+        return self._lookup(module, name)
+
     # --- resolution -------------------------------------------------------------------------------------------
 
     def _resolve(self, module: str, call: CallRef) -> List[Key]:

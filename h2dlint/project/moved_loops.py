@@ -14,7 +14,7 @@ from h2dlint.project.hotness_roots import loop_root
 
 # What propagation never reads: where functions and calls are (it names the line only of a loop call), the
 # sites, which decide only their own module's findings, and the attributes classes hold, which only other files'
-# pending sites read (`placement_links.relink` resolves those again). Any other field, present or added later,
+# pending sites read (`placement_relink.relink` resolves those again). Any other field, present or added later,
 # counts.
 _NOT_READ = frozenset(
     {(ModuleSummary, "sites"), (FunctionInfo, "line"), (FunctionInfo, "end_line"), (CallRef, "line"),

@@ -11,14 +11,14 @@ A cold run knows most of the files it will ask before it asks them: `prefetch` w
 worker processes while the run propagates heat, which needs none of them (`placement_links.first_asked`).
 
 The run remembers which files it asked (`asked`, by absolute path): a later run where one of them changed
-must resolve the project's pending sites again (`placement_links.relink`), one where only other files
+must resolve the project's pending sites again (`placement_relink.relink`), one where only other files
 changed need not.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, Optional, Set, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Set, TypeVar, Union
 
 from h2dlint.facts.placement_callers import NOT_PASSED as NO_TENSOR_PASSED
 from h2dlint.facts.placement_exports import exported
@@ -71,14 +71,7 @@ class DemandedExports:
         """What `call`, made in `module`, passes for the parameter `query` asks about (`NOT_PASSED` for no
         tensor); None where that is not known. Worked out from the file, whose placement knowledge the run
         keeps for its other calls; the run remembers the file as asked for its calls (`CALLS_ASKED`)."""
-        path = self._paths[module]
-        key = self._keys.get(path)
-        if key is None:
-            return None
-        self.asked.add(os.path.abspath(path) + CALLS_ASKED)
-        if module not in self._placements:
-            self._placements[module] = placements_of_file(path, key, self._settings)
-        placements = self._placements[module]
+        placements = self._placements_of(module)
         if placements is None:
             return None
         try:
@@ -88,6 +81,31 @@ class DemandedExports:
         if found is NO_TENSOR_PASSED:
             return NOT_PASSED
         return exported(found) if isinstance(found, Placement) else None
+
+    def record_fills(self, module: str, name: str, field: str) -> Optional[List[ExportedPlacement]]:
+        """What each call in `module` of `name`, a record class of another file, puts in its field `field`
+        (`ModulePlacements.imported_fills`); None where that is not known. Remembered as `argument` is."""
+        placements = self._placements_of(module)
+        if placements is None:
+            return None
+        try:
+            found = with_room_to_recurse(placements.imported_fills, name, field)
+        except Exception:  # as in `argument`
+            return None
+        placed = [exported(each) for each in found] if found is not None else None
+        return None if placed is None or None in placed else placed  # type: ignore[return-value]
+
+    def _placements_of(self, module: str) -> Optional["ModulePlacements"]:
+        """The placement knowledge of `module`'s file, for the project's questions about its calls; the run
+        remembers the file as asked for its calls (`CALLS_ASKED`)."""
+        path = self._paths[module]
+        key = self._keys.get(path)
+        if key is None:
+            return None
+        self.asked.add(os.path.abspath(path) + CALLS_ASKED)
+        if module not in self._placements:
+            self._placements[module] = placements_of_file(path, key, self._settings)
+        return self._placements[module]
 
     def prefetch(self, modules: Iterable[str], workers: int) -> None:
         """Start working out the exports of `modules` that the cache does not hold, in `workers` processes;

@@ -22,30 +22,25 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from h2dlint.checker.file_summary import FileSummary
-from h2dlint.facts.heat import Heat, Key
+from h2dlint.facts.heat import Key
 from h2dlint.facts.multimodal_inputs import multimodal_evidence
 from h2dlint.facts.placement_conventions import MULTIMODAL_INPUT, mirror_of
 from h2dlint.facts.placement_typed import mirror_evidence
 from h2dlint.facts.placement_values import Place
-from h2dlint.facts.settings import Settings
 from h2dlint.facts.summary import (
     CallKind, CallRef, ExportedPlacement, ModuleSummary, PlacementExports, PlacementQuery, Site,
 )
-from h2dlint.project.cache import Cache, LastRun, Stat
-from h2dlint.project.files import Candidate
-from h2dlint.project.findings import FileResult, diagnostics
 from h2dlint.project.index import ProjectGraph
-from h2dlint.project.placement_demand import CALLS_ASKED, DemandedExports, worked_out
 from h2dlint.project.placement_passed import Arguments, ProjectCallers, passed_by
+from h2dlint.project.record_fills import Fills, RecordFillsElsewhere
 from h2dlint.rules.device_to_host import mirror_remedy
 
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
 _MAX_LINKS = 8  # files followed from one question: `a.f` returns `b.g()`, which returns `c.h()`, ...
 _Asked = FrozenSet[Tuple[str, PlacementQuery]]
-_Keyed = Tuple[Optional[Stat], str]  # a file's stat and content key
 
 
 def has_pending(file: FileSummary) -> bool:
@@ -77,10 +72,12 @@ class PlacementLinks:
     def __init__(
         self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], paths: Dict[str, str],
         exports: Callable[[str], PlacementExports], arguments: Optional[Arguments] = None,
+        fills: Optional[Fills] = None,
     ) -> None:
         """`modules` and `paths` (the file of each module, as the run names it) by module name, as in `graph`;
-        `exports` gives a module's exports, `arguments` what a call of a module passes
-        (`placement_demand.DemandedExports` and its `argument`; without it, no call in another file is seen)."""
+        `exports` gives a module's exports, `arguments` what a call of a module passes and `fills` what its calls
+        of another file's record class put in a field (`placement_demand.DemandedExports` and its `argument` and
+        `record_fills`; without them, no call in another file is seen)."""
         self._graph = graph
         self._modules = modules
         self._paths = paths
@@ -89,6 +86,7 @@ class PlacementLinks:
         self._stored_anywhere: Optional[FrozenSet[str]] = None
         self._namers: Optional[Dict[str, List[str]]] = None  # name -> the modules that call or import it
         self._callers: Optional[ProjectCallers] = None  # for a public function's callers in other files
+        self._records_elsewhere = RecordFillsElsewhere(graph, modules, fills)
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
         """`file` with each pending site whose question the project answers with a placement its rule
@@ -143,7 +141,7 @@ class PlacementLinks:
         where, exported, how = found
         if exported is None:
             return None
-        path = os.path.relpath(os.path.abspath(self._paths.get(where, where)), origin)
+        path, record = self._path(where, origin), exported.record
         chain = tuple(f"{path}: {step}" for step in exported.chain)
         if exported.pending is not None:
             deeper = self.answer(where, exported.pending, origin, asked | {(module, query)})
@@ -151,8 +149,19 @@ class PlacementLinks:
                 return None
             exported = replace(deeper, chain=chain + deeper.chain)
             chain = exported.chain
-        return ExportedPlacement(exported.place, f"{how} ({path}), where it {exported.evidence}", chain,
-                                 mirror=exported.mirror)
+        placed = ExportedPlacement(exported.place, f"{how} ({path}), where it {exported.evidence}", chain,
+                                   mirror=exported.mirror)
+        if not record:
+            return placed
+        deeper_asked = asked | {(module, query)}
+        return self._records_elsewhere.agreed(
+            (where, record), query.name, placed, lambda other, pending: self.answer(other, pending, origin, deeper_asked),
+            lambda other: self._path(other, origin),
+        )
+
+    def _path(self, module: str, origin: str) -> str:
+        """The file of `module` as evidence names it: from the folder `origin`."""
+        return os.path.relpath(os.path.abspath(self._paths.get(module, module)), origin)
 
     def _only_called_in(self, module: str, query: PlacementQuery) -> Optional[ExportedPlacement]:
         """The placement of a public function's parameter by the calls of its own module (`query.local`), where
@@ -175,7 +184,7 @@ class PlacementLinks:
         deeper = asked | {(module, query)}
         return self._callers.passed(
             module, query, lambda where, pending: self.answer(where, pending, origin, deeper),
-            lambda where: os.path.relpath(os.path.abspath(self._paths.get(where, where)), origin),
+            lambda where: self._path(where, origin),
         )
 
     def _calls_answered(
@@ -191,7 +200,7 @@ class PlacementLinks:
             for caller, line, written in query.calls
         ]
         deeper = asked | {(module, query)}
-        path = os.path.relpath(os.path.abspath(self._paths.get(module, module)), origin)
+        path = self._path(module, origin)
         found = passed_by(
             sites, query, self._arguments, lambda where, pending: self.answer(where, pending, origin, deeper),
             lambda where: path,
@@ -209,7 +218,7 @@ class PlacementLinks:
         declaring = sorted(m for m, summary in self._modules.items() if name in summary.multimodal_fields)
         if not declaring or any(self._modules[m].multimodal_fields[name] for m in declaring):
             return None
-        path = os.path.relpath(os.path.abspath(self._paths.get(declaring[0], declaring[0])), origin)
+        path = self._path(declaring[0], origin)
         evidence = f"{multimodal_evidence(name, f'in {path}')} [heuristic: {MULTIMODAL_INPUT}]"
         return ExportedPlacement(Place.DEVICE.value, evidence)
 
@@ -269,11 +278,15 @@ class PlacementLinks:
         cls = classes[0]
         how = f"is `{cls[1]}.{query.name}`"
         assigned = self._assigned(cls, query.name)
+        mirrored = query.mirror and self._graph.first_in_hierarchy(
+            cls, lambda c: [c] if self._mirror(c, query.name) else None
+        )
+        if assigned is not None and mirrored and self._built_elsewhere(assigned):
+            assigned = (assigned[0], None)  # the host mirror says more than constructor calls in several files
         if assigned is not None and (assigned[1] is not None or not query.mirror):
             return assigned[0][0], assigned[1], how
         if not query.mirror:
             return cls[0], None, how
-        mirrored = self._graph.first_in_hierarchy(cls, lambda c: [c] if self._mirror(c, query.name) else None)
         if not mirrored:
             return None
         owner, mirror = mirrored[0], self._mirror(mirrored[0], query.name) or ""
@@ -290,18 +303,20 @@ class PlacementLinks:
 
     def _trusted(self, cls: Key, name: str, exported: Optional[ExportedPlacement]) -> Optional[ExportedPlacement]:
         """`exported`, unless it is what the constructor calls of record class `cls` put in its field `name`
-        (`facts.placement_fields`) and another file may put something else there: it calls the class's name, or
-        some file stores the field on an object."""
+        (`facts.placement_fields`) and some file stores the field on an object. What other files' calls of the
+        class put there is checked once the answer is known (`record_fills`)."""
         if exported is None or not exported.record:
             return exported
         if self._stored_anywhere is None:
             self._stored_anywhere = frozenset(a for s in self._modules.values() for a in s.stored_attributes)
-        if name in self._stored_anywhere:
-            return None
-        constructed_elsewhere = any(
-            cls[1] in summary.called_names for module, summary in self._modules.items() if module != cls[0]
+        return None if name in self._stored_anywhere else exported
+
+    def _built_elsewhere(self, assigned: Tuple[Key, Optional[ExportedPlacement]]) -> bool:
+        """Whether `assigned` is a record's field whose class files other than its own construct."""
+        (module, _), exported = assigned
+        return exported is not None and bool(exported.record) and self._records_elsewhere.built_elsewhere(
+            (module, exported.record)
         )
-        return None if constructed_elsewhere else exported
 
     def _receiver_classes(self, module: str, query: PlacementQuery) -> List[Key]:
         """The project classes of the object a "typed" or "typed-method" question is about."""
@@ -333,70 +348,3 @@ class PlacementLinks:
             return names
         return (*names, *self._exports(cls[0]).attributes.get(cls[1], {}))
 
-
-def relink(
-    candidates: Sequence[Candidate],
-    cache: Cache,
-    last: LastRun,
-    stats: Dict[str, _Keyed],
-    heat: Dict[str, Tuple[str, Dict[str, Heat]]],
-    files: Dict[str, FileSummary],
-    settings: Settings,
-    results: Dict[str, FileResult],
-) -> Optional[AbstractSet[str]]:
-    """After edits that leave the heat as it was (`run._recheck_changed`), the findings of every file with
-    pending sites, recomputed in `results` when an edited file (`files`, by path as given) exports other
-    placements than before or has pending sites itself; the heat is not propagated again. `stats` holds the
-    content keys after the edits, `heat` the module and heat of each file, both by absolute path. Returns the
-    files whose exports the findings now read (`LastRun.asked`); None when a summary it needs is no longer in
-    the cache."""
-    edited = [(p, f) for p, f in files.items() if last.stats[os.path.abspath(p)][1] != stats[os.path.abspath(p)][1]]
-    if not any(has_pending(file) or _exports_changed(cache, last, stats, settings, p, file) for p, file in edited):
-        return last.asked
-    summaries: Dict[str, FileSummary] = {}
-    for candidate in candidates:
-        if candidate.error is None:
-            full = os.path.abspath(candidate.path)
-            found = files.get(candidate.path) or cache.load_summary(stats[full][1])
-            if not isinstance(found, FileSummary):
-                return None
-            summaries[candidate.path] = found
-    modules = {path: heat[os.path.abspath(path)][0] for path in summaries}
-    by_module, paths = {modules[p]: f.summary for p, f in summaries.items()}, {m: p for p, m in modules.items()}
-    demand = DemandedExports(settings, cache, paths, {p: stats[os.path.abspath(p)][1] for p in summaries})
-    links = PlacementLinks(ProjectGraph(by_module, paths), by_module, paths, demand, demand.argument)
-    for path, file in summaries.items():
-        if has_pending(file):
-            module, file_heat = heat[os.path.abspath(path)]
-            found = diagnostics(links.resolved(file, module), file_heat, module, settings.min_level)
-            results[path] = FileResult(path, found, file.error)
-    return frozenset(demand.asked)
-
-
-def _exports_changed(
-    cache: Cache, last: LastRun, stats: Dict[str, _Keyed], settings: Settings, path: str, new: FileSummary
-) -> bool:
-    """Whether an edited file may answer other files' questions differently: what its summary tells them
-    changed, or its exports did, where the last run asked for them (one it did not ask still answers
-    nothing: the questions and where they lead are as they were)."""
-    full = os.path.abspath(path)
-    if full + CALLS_ASKED in last.asked:
-        return True  # what its calls pass placed another file's parameter: worked out again, not compared
-    old = cache.load_summary(last.stats[full][1])
-    if not isinstance(old, FileSummary) or _read_by_others(old) != _read_by_others(new):
-        return True
-    if full not in last.asked:
-        return False
-    before, after = cache.load_exports(last.stats[full][1]), worked_out(path, stats[full][1], settings, cache)
-    return not isinstance(before, PlacementExports) or before != after
-
-
-def _read_by_others(file: FileSummary) -> object:
-    """What other files' answers read of `file`'s summary: the attributes its classes hold, the names it calls
-    and the attributes it stores, which decide whether a record's field is trusted (`PlacementLinks._trusted`),
-    and the names it calls or imports, whether a public function's module calls are all its calls."""
-    summary = file.summary
-    return (
-        summary.attribute_names, summary.filled_records, summary.called_names, summary.stored_attributes,
-        summary.imports,
-    )

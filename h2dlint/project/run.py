@@ -34,7 +34,8 @@ from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_names import module_names
 from h2dlint.project.observed import observe
 from h2dlint.project.placement_demand import DemandedExports
-from h2dlint.project.placement_links import PlacementLinks, first_asked, has_pending, relink
+from h2dlint.project.placement_links import PlacementLinks, first_asked, has_pending
+from h2dlint.project.placement_relink import relink
 from h2dlint.project.roots import Project
 from h2dlint.project.summaries import SERIAL_BELOW, Outcome, Progress, Summarized, collector_paused, no_progress
 from h2dlint.project.summaries import summaries as file_summaries, summarize_all
@@ -173,7 +174,8 @@ def analyse(
         demand.prefetch(first_asked(graph, summaries, files, pending), workers)
     try:
         heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
-        links, results, resolved = PlacementLinks(graph, summaries, files, demand, demand.argument), [], {}
+        links = PlacementLinks(graph, summaries, files, demand, demand.argument, demand.record_fills)
+        results, resolved = [], {}
         for candidate in candidates:
             outcome = outcomes.get(candidate.path, candidate.error)
             if isinstance(outcome, str) or outcome is None:

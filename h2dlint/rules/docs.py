@@ -111,7 +111,8 @@ PLACEMENT_SOURCES = """
         (`for part in parts:`, `[p.item() for p in parts]`, through `enumerate` and `zip`), `+=`, and a name bound in
         branches, when every binding that may reach the use agrees), `self.x` through every assignment in the class's
         methods, a field of a dataclass or `NamedTuple` through the constructor calls of its file (where no other
-        file constructs the class or stores the field), the return values of the module's functions and methods,
+        file stores the field, and every call of the class in the other files that import it passes the field by
+        keyword and agrees), the return values of the module's functions and methods,
         what a submodule the class builds returns (`self.proj(x)` with `self.proj = Linear(...)`: on the device), a
         parameter of a private function (`_pack`, `self._pack`) where every call of it in the module passes it (of a
         public one too, where no other file of the project calls or imports its name, or where every call of it in
