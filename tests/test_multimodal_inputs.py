@@ -130,3 +130,28 @@ def test_switched_off_the_inputs_are_not_placed(tmp_path, run_cli):
     project = _project(tmp_path, MODEL, PROCESSING.format(keep=""))
     found = messages_by_site(run_cli, project, "--disable-heuristics", "placement-multimodal-input")
     assert ("model.py", row_of(MODEL, SITE)) not in found
+
+
+KEYED = """\
+    import torch
+    from torch import nn
+
+
+    class Model(nn.Module):
+        def get_multimodal_embeddings(self, **kwargs):
+            sizes = kwargs["image_grid_thw"].tolist()
+            for pixels, grid in zip(kwargs["pixel_values"], kwargs["image_grid_thw"]):
+                grid = grid.unsqueeze(dim=0)
+                if isinstance(grid, torch.Tensor):
+                    grid = grid.detach().cpu().tolist()
+            return sizes
+    """
+
+
+@pytest.mark.parametrize(("keep", "reported"), [("", True), (", keep_on_cpu=True", False)], ids=["moved", "kept"])
+def test_an_input_read_by_key_is_placed_as_one_popped_and_so_is_a_loop_variable_rebound_from_it(
+    tmp_path, run_cli, keep, reported
+):
+    found = messages_by_site(run_cli, _project(tmp_path, KEYED, PROCESSING.format(keep=keep)))
+    for site in ('kwargs["image_grid_thw"].tolist()', "grid.detach().cpu()"):
+        assert (("model.py", row_of(KEYED, site)) in found) is reported

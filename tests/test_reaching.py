@@ -118,3 +118,25 @@ def test_a_binding_in_a_branch_still_reaches_a_use_after_the_if():
             return x
         """
     assert reaching(source) == ["a()", "b()"]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def f(xs):\n    for x in xs:\n        print(x)\n", "xs"),
+        ("def f(xs):\n    for x in xs:\n        x = x.view(-1)\n        print(x)\n", None),  # the view, not an item
+        ("def f(xs, ys):\n    for i, x in zip(ys, xs):\n        x = x.view(-1)\n        x = x + 1\n", None),
+        ("def f(xs):\n    for x in xs:\n        print(x)\n        x = 2\n    print(x)\n", None),  # after the loop
+    ],
+    ids=["bound once", "rebound from itself", "read after a rebinding", "read after the loop"],
+)
+def test_a_loop_variable_rebound_in_the_body_takes_items_where_the_loop_binding_reaches(source, expected):
+    function = ast.parse(source).body[0]
+    names = NameResolver.of(function_bindings(function))
+    uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == "x" and isinstance(n.ctx, ast.Load)]
+    last = max(uses, key=lambda n: (n.lineno, n.col_offset))
+    found = names.loop_iterable(last)
+    assert (None if found is None else ast.unparse(found)) == expected
+    if "x.view" in source:  # the first read, in `x = x.view(-1)`, is the loop's item
+        first = min(uses, key=lambda n: (n.lineno, n.col_offset))
+        assert ast.unparse(names.loop_iterable(first)) == "xs"

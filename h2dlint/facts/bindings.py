@@ -48,6 +48,9 @@ class Bindings:
     # For function scopes: names bound only as the target of one loop over a container's items -> the container
     # (`for x in xs:`, and `x` in `for i, x in enumerate(xs):` or `for x, y in zip(xs, ys):`).
     loop_iterables: Dict[str, ast.expr] = field(default_factory=dict)
+    # For function scopes: every loop's binding of each such name, by where it takes effect, for names bound more
+    # than once (`for x in xs:` then `x = x.view(-1)` in the body).
+    loop_iterables_at: Dict[Tuple[Position, str], ast.expr] = field(default_factory=dict)
     # For function scopes: where each augmented assignment of a plain name takes effect -> its target, so that
     # `x += 1` is known to keep `x` where it was.
     augmented: Dict[Position, ast.Name] = field(default_factory=dict)
@@ -276,6 +279,7 @@ class _BindingCollector:
         if is_loop:
             for name, iterable in loop_items(node.target, node.iter):  # type: ignore[union-attr]
                 self.loop_iterables[name] = iterable
+                self.bindings.loop_iterables_at[(where, name)] = iterable
         elif isinstance(node.target, ast.Name) and isinstance(node, ast.AnnAssign):
             self.annotations.setdefault(node.target.id, []).append(node.annotation)
         return True

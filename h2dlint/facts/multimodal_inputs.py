@@ -7,7 +7,7 @@ The processor in the same file declares each input's field (`image_grid_thw=Mult
 "image")`), and a field declared with `keep_on_cpu=True` stays on the host.
 
 So, in a class that defines such an entry point, or in a method named as the parser of its inputs
-(`_parse_and_validate_image_input`), `kwargs.pop("name")` or `kwargs.get("name")` of a method's
+(`_parse_and_validate_image_input`), `kwargs.pop("name")`, `kwargs.get("name")` or `kwargs["name"]` of a method's
 `**kwargs` is on the device when this file declares the field `name`, and never with `keep_on_cpu=True`. A
 field this file does not declare (its processor lives elsewhere) is the question "multimodal" for the
 project (`project.placement_links`): on the device where some file declares it and none keeps it on the host.
@@ -81,12 +81,21 @@ def _keeps_on_cpu(value: ast.expr) -> bool:
 def read_field(call: ast.Call, caller: ast.AST) -> Optional[str]:
     """The field `call` reads from `caller`'s `**kwargs` (`kwargs.pop("pixel_values", None)`), or None."""
     func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _READS or not call.args:
+        return None
+    return _key_of(func.value, call.args[0], caller)
+
+
+def read_key(subscript: ast.Subscript, caller: ast.AST) -> Optional[str]:
+    """The field `subscript` reads from `caller`'s `**kwargs` (`kwargs["image_sizes_images"]`), or None."""
+    return _key_of(subscript.value, subscript.slice, caller)
+
+
+def _key_of(mapping: ast.expr, key: ast.expr, caller: ast.AST) -> Optional[str]:
+    """`key`, a string, where `mapping` is `caller`'s `**kwargs`; else None."""
     extra = getattr(getattr(caller, "args", None), "kwarg", None)
-    if extra is None or not isinstance(func, ast.Attribute) or func.attr not in _READS:
+    if extra is None or not isinstance(mapping, ast.Name) or mapping.id != extra.arg:
         return None
-    if not isinstance(func.value, ast.Name) or func.value.id != extra.arg or not call.args:
-        return None
-    key = call.args[0]
     return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 

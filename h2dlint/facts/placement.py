@@ -78,6 +78,8 @@ class PlacementScope:
     passed_through: Callable[[ast.Call, int], Optional[ast.expr]] = lambda call, depth: None
     # Whether a device is, or is unpacked from, what a function of this module returns that may be the CPU.
     returned_host_device: Callable[[ast.expr], bool] = lambda expr: False
+    # `kwargs["name"]` of this function's `**kwargs`, where a multimodal model reads its input (`facts.multimodal_inputs`).
+    keyword_read: Callable[[ast.Subscript], Optional[Placement]] = lambda expr: None
 
 _BINARY_OPERATORS = (
     ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult
@@ -126,7 +128,7 @@ def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:
             found = placement_of(expr.value, scope, depth + 1)
         return found.via(f"line {expr.lineno}: `{short(expr)}`") if found.place is not Place.UNKNOWN else found
     if isinstance(expr, ast.Subscript):  # a view of a tensor, or an item of a container of them
-        keyed = _record_key(expr, scope, depth)
+        keyed = _record_key(expr, scope, depth) or scope.keyword_read(expr)
         if keyed is not None:
             return keyed
         found = placement_of(expr.value, scope, depth + 1)

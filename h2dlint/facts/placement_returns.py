@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 from h2dlint.facts.constructs import may_be_host_device
 from h2dlint.facts.multimodal_inputs import (
-    Fields, declared_fields, input_placement, is_model_with_inputs, parses_inputs, read_field,
+    Fields, declared_fields, input_placement, is_model_with_inputs, parses_inputs, read_field, read_key,
 )
 from h2dlint.facts.placement import placement_of
 from h2dlint.facts.placement_exports import FunctionNode, exported, method_named, returned_values
@@ -75,12 +75,21 @@ class FunctionReturns:
         return self._return_summary(function, owner, depth)
 
     def _multimodal_input(self, call: ast.Call, class_name: Optional[str], caller: FunctionNode) -> Optional[Placement]:
-        """Where `kwargs.pop("image_grid_thw")` in a method of a multimodal model puts its input, by the field this
-        file declares for it (`facts.multimodal_inputs`); None when that says nothing."""
-        if not self._conventions.multimodal_inputs or class_name not in self._classes:
-            return None
-        name = read_field(call, caller)
-        if name is None:
+        return self.multimodal_input(read_field(call, caller), class_name, caller)
+
+    def keyword_read(
+        self, subscript: ast.Subscript, class_name: Optional[str], caller: Optional[FunctionNode]
+    ) -> Optional[Placement]:
+        """`kwargs["image_grid_thw"]`, read as `kwargs.get("image_grid_thw")` is (`multimodal_input`)."""
+        return self.multimodal_input(read_key(subscript, caller), class_name, caller) if caller is not None else None
+
+    def multimodal_input(
+        self, name: Optional[str], class_name: Optional[str], caller: FunctionNode
+    ) -> Optional[Placement]:
+        """Where the input `name` read from `caller`'s `**kwargs` (`kwargs.pop("image_grid_thw")`) in a method of a
+        multimodal model lives, by the field this file declares for it (`facts.multimodal_inputs`); None when
+        that says nothing."""
+        if name is None or not self._conventions.multimodal_inputs or class_name not in self._classes:
             return None
         owners = self._class_and_bases(class_name)  # type: ignore[arg-type]
         if not (parses_inputs(caller) or any(is_model_with_inputs(self._classes[owner]) for owner in owners)):

@@ -119,6 +119,7 @@ class ModulePlacements(
             passed=lambda name, depth: self.passed(function, class_name, name, depth),
             passed_through=lambda call, depth: self.passed_through(call, class_name, depth),
             returned_host_device=lambda expr: self.returned_host_device(expr, names, class_name),
+            keyword_read=lambda expr: self.keyword_read(expr, class_name, function),
         )
 
     def names_a_mask(self, expr: ast.expr) -> bool:

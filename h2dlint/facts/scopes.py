@@ -54,10 +54,15 @@ class NameResolver:
 
     def loop_iterable(self, use: ast.Name) -> Optional[ast.expr]:
         """The container whose items `name` takes when the current function binds it only as the target of one
-        loop over them (`for name in xs:`, `for i, name in enumerate(xs):`, `zip`), else None."""
+        loop over them (`for name in xs:`, `for i, name in enumerate(xs):`, `zip`), or when that loop's binding
+        is the one that certainly reaches `use` (`x` in `x = x.view(-1)` in the loop's body); else None."""
         if not self._scopes or self._scopes[-1].is_class:
             return None
-        iterable = self._scopes[-1].loop_iterables.get(use.id)
+        scope = self._scopes[-1]
+        iterable = scope.loop_iterables.get(use.id)
+        if iterable is None and use.id in scope.rebound and scope.loop_iterables_at:
+            reaching = self._reaching_binding(use)
+            iterable = scope.loop_iterables_at.get((reaching[0], use.id)) if reaching is not None else None
         return None if iterable is None or self.comprehension_item(use)[0] else iterable
 
     def note_comprehension(self, node: ast.expr) -> None:
