@@ -192,7 +192,10 @@ def test_a_field_another_file_may_fill_otherwise_is_not_reported(project, run_cl
     assert row_of(RUNNER, "buffers.cu_seq_lens.copy_") not in findings(run_cli, ".", cwd=project)
 
 
-AGREEING = "def rebuild(n, dev):\n    return Buffers(seq_lens=None, cu_seq_lens=torch.zeros(n, device=dev), staging=None)\n"
+AGREEING = (
+    "def rebuild(n, dev):\n"
+    "    return Buffers(seq_lens=None, cu_seq_lens=torch.zeros(n, device=dev), staging=None)\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -219,29 +222,27 @@ def test_a_field_another_file_constructs_is_known_where_every_call_there_agrees(
         assert "every call of `Buffers(...)` in `other.py` passes the same placement for `cu_seq_lens`" in found[row][1]
 
 
-def test_a_warm_run_sees_another_file_start_constructing_the_record_on_the_host(project, run_cli):
+IMPORTING = "import torch\nfrom pkg.records import Buffers\n\n"
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("def move(buffers):\n    return buffers\n", "def move(buffers):\n    buffers.cu_seq_lens = None\n"),
+        (IMPORTING + AGREEING, IMPORTING + AGREEING.replace(", device=dev", "")),
+    ],
+    ids=["start storing the field", "start constructing the record on the host"],
+)
+def test_a_warm_run_sees_another_file_change_what_the_field_may_hold(project, run_cli, before, after):
     def cached_findings():
         code, out, err = run_cli("check", "--output-format", "json", ".", cwd=project)
         assert code in (0, 1), err
         return {d["location"]["row"] for d in json.loads(out)}
 
     row = row_of(RUNNER, "buffers.cu_seq_lens.copy_")
-    write(project, "pkg/other.py", "import torch\nfrom pkg.records import Buffers\n\n" + AGREEING)
+    write(project, "pkg/other.py", before)
     assert row in cached_findings()
-    write(project, "pkg/other.py", "import torch\nfrom pkg.records import Buffers\n\n" + AGREEING.replace(", device=dev", ""))
-    assert row not in cached_findings()
-
-
-def test_a_warm_run_sees_another_file_start_storing_the_field(project, run_cli):
-    def cached_findings():
-        code, out, err = run_cli("check", "--output-format", "json", ".", cwd=project)
-        assert code in (0, 1), err
-        return {d["location"]["row"] for d in json.loads(out)}
-
-    row = row_of(RUNNER, "buffers.cu_seq_lens.copy_")
-    write(project, "pkg/other.py", "def move(buffers):\n    return buffers\n")
-    assert row in cached_findings()
-    write(project, "pkg/other.py", "def move(buffers):\n    buffers.cu_seq_lens = None\n")
+    write(project, "pkg/other.py", after)
     assert row not in cached_findings()
 
 

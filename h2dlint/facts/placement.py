@@ -78,7 +78,8 @@ class PlacementScope:
     passed_through: Callable[[ast.Call, int], Optional[ast.expr]] = lambda call, depth: None
     # Whether a device is, or is unpacked from, what a function of this module returns that may be the CPU.
     returned_host_device: Callable[[ast.expr], bool] = lambda expr: False
-    # `kwargs["name"]` of this function's `**kwargs`, where a multimodal model reads its input (`facts.multimodal_inputs`).
+    # `kwargs["name"]` of this function's `**kwargs`, where a multimodal model reads its input
+    # (`facts.multimodal_inputs`); None where it is no such read.
     keyword_read: Callable[[ast.Subscript], Optional[Placement]] = lambda expr: None
 
 _BINARY_OPERATORS = (

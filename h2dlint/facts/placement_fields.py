@@ -96,9 +96,8 @@ class RecordFields:
         fills = field_fills({name: ()}, self._functions_at, self._source).get(name, {})  # type: ignore[attr-defined]
         if not fills:
             return None  # written as `mod.Name(...)`, or with nothing passed: nothing here says what it holds
-        found = [
-            self._placed(fill, name, field, 0) for fill in fills.get(field, ()) if not isinstance(fill.value, ast.Constant)
-        ]  # a constant (`None`) is no tensor
+        passed = [fill for fill in fills.get(field, ()) if not isinstance(fill.value, ast.Constant)]  # None: no tensor
+        found = [self._placed(fill, name, field, 0) for fill in passed]
         return None if None in found else found  # type: ignore[return-value]
 
     def _placed(self, fill: FieldFill, class_name: str, field: str, depth: int) -> Optional[Placement]:

@@ -155,7 +155,8 @@ class PlacementLinks:
             return placed
         deeper_asked = asked | {(module, query)}
         return self._records_elsewhere.agreed(
-            (where, record), query.name, placed, lambda other, pending: self.answer(other, pending, origin, deeper_asked),
+            (where, record), query.name, placed,
+            lambda other, pending: self.answer(other, pending, origin, deeper_asked),
             lambda other: self._path(other, origin),
         )
 

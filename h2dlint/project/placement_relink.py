@@ -82,8 +82,9 @@ def _exports_changed(
 
 def _read_by_others(file: FileSummary) -> object:
     """What other files' answers read of `file`'s summary: the attributes its classes hold, the names it calls
-    and the attributes it stores, which decide whether a record's field is trusted (`PlacementLinks._trusted`, `record_fills`),
-    and the names it calls or imports, whether a public function's module calls are all its calls."""
+    and the attributes it stores, which decide whether a record's field is trusted (`PlacementLinks._trusted`,
+    `record_fills`), and the names it calls or imports, whether a public function's module calls are all its
+    calls."""
     summary = file.summary
     return (
         summary.attribute_names, summary.filled_records, summary.called_names, summary.stored_attributes,
