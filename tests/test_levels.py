@@ -724,3 +724,11 @@ def test_a_module_whose_forward_takes_images_first_is_an_encoder():
     assert {d.span.row: d.level for d in check_source(RADIO, Settings(preset="training"))} == {
         8: "per-step", 12: "per-step"
     }
+
+
+def test_pixel_values_with_a_prefix_make_an_encoder_too():
+    """vLLM's Phi-4 image embedding module takes `image_pixel_values` first."""
+    source = RADIO.replace("pixel_values", "image_pixel_values")
+    found = {d.span.row: d for d in check_source(source, Settings())}
+    assert {row: d.level for row, d in found.items()} == {8: "per-request", 12: "per-step"}
+    assert "(its `forward` takes `image_pixel_values` first: a multimodal encoder)" in found[8].message

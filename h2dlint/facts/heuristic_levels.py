@@ -32,6 +32,7 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
             "sglang models/radio.py:562",
             "vllm model_executor/models/radio.py:599",
             "vllm models/dots3_note/nvidia/vision.py:190",
+            "vllm0101 model_executor/models/phi4_multimodal.py:206",
         ),
         # The language model of a vision or audio model (`Cohere2VisionForConditionalGeneration`) runs per step.
         exceptions=("*ForConditionalGeneration*", "*ForCausalLM*", "*LLM*", "*LanguageModel*", "*TextModel*"),
@@ -101,7 +102,8 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
 # What a module whose `forward` takes it first is (`hot-per-request-encoder`): an image or audio encoder, by its input,
 # whatever its class is called (vLLM's and sglang's `RadioModel`, `AIMv2Model`, `EVA2CLIPModel`, `ProjectedParakeet`).
 # Raw inputs only: a language model takes `input_ids` first, and its embedded images (`image_embeds`) come later.
-ENCODER_INPUTS = ("pixel_values*", "pixels", "images", "image", "input_features", "audio_features")
+# Pixel values may carry a prefix, as vLLM's Phi-4 image embedding takes them (`image_pixel_values`).
+ENCODER_INPUTS = ("*pixel_values*", "pixels", "images", "image", "input_features", "audio_features")
 
 # The ones that say it of a class's per-step names (`Settings.per_request_class_heuristic`).
 PER_REQUEST_CLASSES: Tuple[Heuristic, ...] = tuple(h for h in LEVEL_HEURISTICS if h.group is Group.NAME)

@@ -141,7 +141,8 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     Heuristic(
         "placement-multimodal-input", Effect.PLACEMENT, Group.CONVENTION,
         "in a model class with a multimodal entry point (`get_multimodal_embeddings`, `embed_multimodal`), an input "
-        "read from a method's `**kwargs` (`kwargs.pop(\"image_grid_thw\")`) is on the device: the engine's model "
+        "read from a method's `**kwargs` (`kwargs.pop(\"image_grid_thw\")`, `kwargs[\"image_grid_thw\"]`) is on the "
+        "device: the engine's model "
         "runner batches each request's multimodal inputs and moves them there first. Only for a field this file "
         "declares (`image_grid_thw=MultiModalFieldConfig.batched(\"image\")`), and never one declared with "
         "`keep_on_cpu=True`, which stays on the host",
@@ -149,6 +150,7 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
             "vllm0101 model_executor/models/minicpmo.py:723",
             "vllm0101 model_executor/models/phi4_multimodal.py:1271",
             "vllm model_executor/models/midashenglm.py:762",
+            "vllm0101 model_executor/models/hyperclovax_vision.py:713",
         ),
     ),
     # The kind, not the place, of an index (`rules.mask_indexing`): so named, an integer index would gather the
