@@ -155,3 +155,36 @@ def test_a_public_helper_whose_calls_pass_a_question_is_placed_when_it_is_answer
     # a call on an object of unknown class may reach it: the helper's callers are no longer all in sight
     unseen = other.replace("def run(self, x):", "def run(self, obj, x):").replace("self.seqlens(x)", "obj.seqlens(x)")
     assert ("model.py", row_of(model, site)) not in _check(tmp_path / "unseen", run_cli, model, other=unseen)
+
+
+
+_MODEL_CLASS = "    class Model(nn.Module):"
+TOWER = ENCODER.split(_MODEL_CLASS)[0]
+_BUILDER_HEAD = "    import torch\n    from torch import nn\n    from pkg.tower import VisionTransformer\n\n\n"
+
+
+def _builder(model: str) -> str:
+    """`model`'s `Model` class alone, in a file that imports the tower classes."""
+    return _BUILDER_HEAD + _MODEL_CLASS + model.split(_MODEL_CLASS)[1]
+
+
+@pytest.mark.parametrize(
+    ("builders", "reported"),
+    [
+        ({"model": _model()}, True),
+        ({"model": _model(grid="torch.tensor([[1, 2, 2]])")}, False),
+        ({"model": _model(edit=lambda s: s.replace(*UNSEEN_CALLS["the module is passed on"]))}, False),
+        ({name: _model() for name in ("model", "second", "third")}, False),
+    ],
+    ids=["built in one other file", "which passes a host tensor", "which passes the module on", "in three files"],
+)
+def test_a_module_its_own_file_never_builds_is_placed_by_the_files_that_build_it(
+    tmp_path, run_cli, builders, reported
+):
+    modules = {"tower": TOWER, **{name: _builder(model) for name, model in builders.items()}}
+    found = messages_by_site(run_cli, demo_package(tmp_path, modules, "select = ['HTD2']\n"))
+    assert (("tower.py", row_of(TOWER, SIZES)) in found) is reported
+    assert (("tower.py", row_of(TOWER, MAX_SEQLEN)) in found) is reported
+    if reported:
+        message = found[("tower.py", row_of(TOWER, SIZES))]
+        assert "at every call of a `VisionTransformer` module in `model.py`" in message

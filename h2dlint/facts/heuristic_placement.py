@@ -112,7 +112,9 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         "(`self.visual(pixel_values, grid_thw=grid_thw)` runs `VisionTransformer.forward` through "
         "`nn.Module.__call__`), when every place the file names the class builds it into an attribute "
         "(`self.visual = VisionTransformer(...)`), every use of that attribute is such a call on `self`, and no "
-        "other file of the project calls or imports the class: its calls are then all in sight",
+        "other file of the project calls or imports the class: its calls are then all in sight. A class its own "
+        "file never builds is placed so by the calls in the files that import and build it, where they are one or "
+        "two and each has every use in sight (kimi's `MoonVitPretrainedModel`, built in `kimi_vl.py`)",
         evidence=(
             "vllm0101 model_executor/models/qwen2_vl.py:650",
             "vllm0101 model_executor/models/glm4_1v.py:742",

@@ -11,6 +11,9 @@ finds them. The parameter lives where every such call passes it, when those call
   is neither passed on, nor stored elsewhere, nor subclassed in the file;
 - no other file of the project calls or imports the class: a question for the project ("module-callers"),
   answered as a public function's callers are (`project.placement_links`); one file checked alone never knows.
+A class this file never builds (its name written only in its `class` statement) is asked of the project with no
+calls of its own: the files that import and build it (one or two) read theirs the same way
+(`imported_submodule_calls`), where every place such a file writes the name imports or builds it.
 The arguments must agree, as a function's callers' do (`placement_callers.CallerArguments.agreed_arguments`).
 Where an argument is itself a question for the project (a field of a record class another file builds), the
 question lists the calls (`PlacementQuery.calls`), and the project asks the file what each passes, as it does
@@ -25,7 +28,9 @@ from typing import Dict, List, Optional, Tuple
 from h2dlint.facts.placement_callers import CallerArguments, parameter_position
 from h2dlint.facts.placement_exports import FunctionNode, exported
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
-from h2dlint.facts.submodule_uses import attribute_uses, built_instances, calls_itself, looked_up_by_name, methods_of
+from h2dlint.facts.submodule_uses import (
+    attribute_uses, built_instances, calls_itself, imported_rows, looked_up_by_name, methods_of,
+)
 from h2dlint.facts.summary import PlacementQuery
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling method, its class, the call
@@ -45,11 +50,14 @@ class SubmoduleCalls(CallerArguments):
         if not self._conventions.submodule_callers:
             return UNKNOWN
         sites = self._submodule_calls(class_name)
+        parameter = (name, parameter_position(function, name, bound=True))
         if not sites:
-            return UNKNOWN
+            if not self._built_elsewhere_only(class_name):
+                return UNKNOWN
+            query = PlacementQuery("module-callers", class_name, class_name, parameter=parameter)
+            return self._ask(query)  # type: ignore
         key = (class_name, f"(module){name}")
         found = self._summary(key, lambda: self.agreed_arguments(sites, function, name, True, depth))  # type: ignore
-        parameter = (name, parameter_position(function, name, bound=True))
         if found.place is not Place.UNKNOWN:
             query = PlacementQuery("module-callers", class_name, class_name, local=exported(found), parameter=parameter)
             return self._ask(query)  # type: ignore
@@ -76,11 +84,29 @@ class SubmoduleCalls(CallerArguments):
         query = PlacementQuery("module-callers", class_name, class_name, parameter=parameter, calls=calls)
         return self._ask(query)  # type: ignore
 
+    def imported_submodule_calls(self, name: str) -> Optional[Tuple[Tuple[str, int, str], ...]]:
+        """The calls in this file of the instances of `name`, a module class that another file defines and this
+        one imports and builds (`project.placement_links` asks, for a parameter of its `forward`): (the calling
+        method's qualname, the line, the callee as written) for each, when they are all its uses, as for a class
+        of this file; else None."""
+        sites = self._submodule_calls(name)
+        if not sites:
+            return None
+        return tuple((f"{cls}.{method.name}", call.lineno, ast.unparse(call.func)) for method, cls, call in sites)
+
+    def _built_elsewhere_only(self, class_name: str) -> bool:
+        """Whether this file writes the module class's name only in its `class` statement (prose aside), and
+        none of its methods calls the module itself: another file may build it, and call it there."""
+        node = self._classes[class_name]
+        written = [row for row, at in self._places_naming(class_name) if not self._in_prose(row, at)]
+        return written == [node.lineno] and not calls_itself(node)
+
     def _submodule_calls(self, class_name: str) -> List[_Site]:
         """The calls of the instances of `class_name` in this file, when they are all its uses (see the module
         docstring); else empty."""
         holders = self._holders(class_name)
-        if not holders or calls_itself(self._classes[class_name]):
+        node = self._classes.get(class_name)
+        if not holders or (node is not None and calls_itself(node)):
             return []
         sites: List[_Site] = []
         for owner, attribute in sorted(holders):
@@ -93,12 +119,12 @@ class SubmoduleCalls(CallerArguments):
     def _holders(self, class_name: str) -> List[Tuple[str, str]]:
         """The (class, attribute) pairs whose assignments store instances of `class_name`, when every place the
         file writes that name (its `class` statement aside) builds one of them; else empty."""
-        node = self._classes.get(class_name)
-        if node is None:
-            return []
         written = sorted(row for row, at in self._places_naming(class_name) if not self._in_prose(row, at))
+        node = self._classes.get(class_name)
+        built: List[int] = [node.lineno] if node is not None else imported_rows(self._module, written, class_name)
+        if not built:
+            return []
         holders = set()
-        built: List[int] = [node.lineno]
         for owner in self._classes:
             for attribute, assignments in self._assignments_of(owner).items():  # type: ignore
                 for _, value, _ in assignments:

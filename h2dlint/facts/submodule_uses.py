@@ -49,6 +49,18 @@ def _builds(value: Optional[ast.AST], class_name: str) -> bool:
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == class_name
 
 
+def imported_rows(module: ast.Module, rows: List[int], name: str) -> List[int]:
+    """The rows among `rows` (where the file writes `name`) that import it under that name; empty when no
+    import statement binds it."""
+    spans = [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(module)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        and any((alias.asname or alias.name.rpartition(".")[2]) == name for alias in node.names)
+    ]
+    return [row for row in rows if any(first <= row <= last for first, last in spans)]
+
+
 def looked_up_by_name(module: ast.Module, attribute: str) -> bool:
     """Whether the module looks the attribute up by a name in a string (`getattr(self, "visual")`)."""
     for node in ast.walk(module):

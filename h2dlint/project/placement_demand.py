@@ -18,7 +18,7 @@ changed need not.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Set, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Set, Tuple, TypeVar, Union
 
 from h2dlint.facts.placement_callers import NOT_PASSED as NO_TENSOR_PASSED
 from h2dlint.facts.placement_exports import exported
@@ -94,6 +94,18 @@ class DemandedExports:
             return None
         placed = [exported(each) for each in found] if found is not None else None
         return None if placed is None or None in placed else placed  # type: ignore[return-value]
+
+    def submodule_calls(self, module: str, name: str) -> Optional[Tuple[Tuple[str, int, str], ...]]:
+        """The calls in `module` of the instances of `name`, a module class of another file that it builds
+        (`ModulePlacements.imported_submodule_calls`); None where they are not all its uses. Remembered as
+        `argument` is."""
+        placements = self._placements_of(module)
+        if placements is None:
+            return None
+        try:
+            return with_room_to_recurse(placements.imported_submodule_calls, name)
+        except Exception:  # as in `argument`
+            return None
 
     def _placements_of(self, module: str) -> Optional["ModulePlacements"]:
         """The placement knowledge of `module`'s file, for the project's questions about its calls; the run

@@ -27,7 +27,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 from h2dlint.checker.file_summary import FileSummary
 from h2dlint.facts.heat import Key
 from h2dlint.facts.multimodal_inputs import multimodal_evidence
-from h2dlint.facts.placement_conventions import MULTIMODAL_INPUT, mirror_of
+from h2dlint.facts.placement_conventions import FROM_SUBMODULE_CALLS, MULTIMODAL_INPUT, mirror_of
 from h2dlint.facts.placement_typed import mirror_evidence
 from h2dlint.facts.placement_values import Place
 from h2dlint.facts.summary import (
@@ -38,8 +38,14 @@ from h2dlint.project.placement_passed import Arguments, ProjectCallers, passed_b
 from h2dlint.project.record_fills import Fills, RecordFillsElsewhere
 from h2dlint.rules.device_to_host import mirror_remedy
 
+# The calls in a module of another file's module class (its name as written): (caller, line, callee as written)
+Submodules = Callable[[str, str], Optional[Tuple[Tuple[str, int, str], ...]]]
+
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
 _MAX_LINKS = 8  # files followed from one question: `a.f` returns `b.g()`, which returns `c.h()`, ...
+# Files that build another file's module class whose calls a question about its `forward` reads: a vision tower is
+# built by its model's file (one or two), a shared layer by many, where reading each would cost its analysis.
+_MAX_BUILDERS = 2
 _Asked = FrozenSet[Tuple[str, PlacementQuery]]
 
 
@@ -72,12 +78,13 @@ class PlacementLinks:
     def __init__(
         self, graph: ProjectGraph, modules: Dict[str, ModuleSummary], paths: Dict[str, str],
         exports: Callable[[str], PlacementExports], arguments: Optional[Arguments] = None,
-        fills: Optional[Fills] = None,
+        fills: Optional[Fills] = None, submodules: Optional[Submodules] = None,
     ) -> None:
         """`modules` and `paths` (the file of each module, as the run names it) by module name, as in `graph`;
-        `exports` gives a module's exports, `arguments` what a call of a module passes and `fills` what its calls
-        of another file's record class put in a field (`placement_demand.DemandedExports` and its `argument` and
-        `record_fills`; without them, no call in another file is seen)."""
+        `exports` gives a module's exports, `arguments` what a call of a module passes, `fills` what its calls
+        of another file's record class put in a field and `submodules` its calls of another file's module class
+        (`placement_demand.DemandedExports` and its `argument`, `record_fills` and `submodule_calls`; without
+        them, no call in another file is seen)."""
         self._graph = graph
         self._modules = modules
         self._paths = paths
@@ -87,6 +94,7 @@ class PlacementLinks:
         self._namers: Optional[Dict[str, List[str]]] = None  # name -> the modules that call or import it
         self._callers: Optional[ProjectCallers] = None  # for a public function's callers in other files
         self._records_elsewhere = RecordFillsElsewhere(graph, modules, fills)
+        self._submodules = submodules
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
         """`file` with each pending site whose question the project answers with a placement its rule
@@ -131,6 +139,8 @@ class PlacementLinks:
             query = replace(query, local=replace(local, evidence=calls))
         if query.kind == "callers":
             return self._only_called_in(module, query) or self._called_in_project(module, query, origin, asked)
+        if query.kind == "module-callers" and query.local is None:
+            return self._built_in_other_files(module, query, origin, asked)
         if query.kind == "module-callers":
             return self._only_called_in(module, query)
         if query.kind == "multimodal":
@@ -212,6 +222,46 @@ class PlacementLinks:
         lines = f"line {line}" + (f" (and {more} more)" if more else "")
         evidence = f"is, at every call of `{written}(...)` in {path} ({lines}), a tensor that {found[0].evidence}"
         return ExportedPlacement(found[0].place, evidence, found[0].chain)
+
+    def _built_in_other_files(
+        self, module: str, query: PlacementQuery, origin: str, asked: _Asked
+    ) -> Optional[ExportedPlacement]:
+        """A parameter of the `forward` of a module class that its own file never builds, by the calls of its
+        instances in the files that import and build it (at most `_MAX_BUILDERS`), each with every use of the
+        module in sight (`SubmoduleCalls.imported_submodule_calls`); None where one is not, or they disagree."""
+        builders = self._builders((module, query.name))
+        if not builders or self._arguments is None or self._submodules is None:
+            return None
+        sites = []
+        for other in builders:
+            calls = self._submodules(other, query.name)
+            if not calls:
+                return None
+            sites.extend((other, CallRef(c, CallKind.METHOD, w.rpartition(".")[2], None, n, None)) for c, n, w in calls)
+        deeper = asked | {(module, query)}
+        found = passed_by(
+            sites, query, self._arguments, lambda where, pending: self.answer(where, pending, origin, deeper),
+            lambda where: self._path(where, origin),
+        )
+        if not found or len({placed.place for placed in found}) != 1 or found[0].place == Place.UNKNOWN.value:
+            return None
+        files = ", ".join(f"`{self._path(other, origin)}`" for other in builders)
+        calls = f"at every call of a `{query.name}` module in {files} [heuristic: {FROM_SUBMODULE_CALLS}]"
+        evidence = f"is, {calls}, a tensor that {found[0].evidence}"
+        return ExportedPlacement(found[0].place, evidence, found[0].chain)
+
+    def _builders(self, cls: Key) -> Optional[List[str]]:
+        """The other modules that import class `cls` and build it, where they are few and every module naming it
+        resolves the name (to it, or to another class); else None."""
+        found = []
+        for other in self._naming(cls[1]):
+            target = self._graph.target_of(other, cls[1])
+            if other == cls[0] or (target != cls and (target is not None or cls[1] in self._modules[other].imports)):
+                continue  # its own file, or a file whose name is another class's
+            if target != cls:
+                return None  # `mod.Name(...)`: which class it builds is not known here
+            found.append(other)
+        return found if len(found) <= _MAX_BUILDERS else None
 
     def _multimodal_input(self, name: str, origin: str) -> Optional[ExportedPlacement]:
         """The multimodal input `name` on the device, where a file of the project declares its field and none

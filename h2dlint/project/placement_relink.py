@@ -52,7 +52,8 @@ def relink(
     by_module, paths = {modules[p]: f.summary for p, f in summaries.items()}, {m: p for p, m in modules.items()}
     demand = DemandedExports(settings, cache, paths, {p: stats[os.path.abspath(p)][1] for p in summaries})
     links = PlacementLinks(
-        ProjectGraph(by_module, paths), by_module, paths, demand, demand.argument, demand.record_fills
+        ProjectGraph(by_module, paths), by_module, paths, demand, demand.argument, demand.record_fills,
+        demand.submodule_calls,
     )
     for path, file in summaries.items():
         if has_pending(file):

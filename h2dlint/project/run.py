@@ -174,7 +174,9 @@ def analyse(
         demand.prefetch(first_asked(graph, summaries, files, pending), workers)
     try:
         heat = observe(propagate(graph, settings), {modules[p]: (p, o[2].summary) for p, o in done.items()}, settings)
-        links = PlacementLinks(graph, summaries, files, demand, demand.argument, demand.record_fills)
+        links = PlacementLinks(
+            graph, summaries, files, demand, demand.argument, demand.record_fills, demand.submodule_calls
+        )
         results, resolved = [], {}
         for candidate in candidates:
             outcome = outcomes.get(candidate.path, candidate.error)
