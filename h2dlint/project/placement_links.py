@@ -201,27 +201,17 @@ class PlacementLinks:
     def _calls_answered(
         self, module: str, query: PlacementQuery, origin: str, asked: _Asked
     ) -> Optional[ExportedPlacement]:
-        """Where the parameter lives by what the calls `query.calls` of its own module pass, each asked of the
-        module and answered in turn (`facts.placement_submodule_calls.SubmoduleCalls._calls_asked`); None where one
-        is not known, or they disagree."""
-        if self._arguments is None:
-            return None
-        sites = [
-            (module, CallRef(caller, CallKind.METHOD, written.rpartition(".")[2], None, line, None))
-            for caller, line, written in query.calls
-        ]
-        deeper = asked | {(module, query)}
-        path = self._path(module, origin)
-        found = passed_by(
-            sites, query, self._arguments, lambda where, pending: self.answer(where, pending, origin, deeper),
-            lambda where: path,
-        )
-        if not found or len({placed.place for placed in found}) != 1 or found[0].place == Place.UNKNOWN.value:
+        """Where the parameter lives by what the calls `query.calls` of its own module pass
+        (`facts.placement_submodule_calls.SubmoduleCalls._calls_asked`); None where one is not known, or they
+        disagree."""
+        found = self._one_place(module, query, [(module, call) for call in query.calls], origin, asked)
+        if found is None:
             return None
         (_, line, written), more = query.calls[0], len(query.calls) - 1
         lines = f"line {line}" + (f" (and {more} more)" if more else "")
-        evidence = f"is, at every call of `{written}(...)` in {path} ({lines}), a tensor that {found[0].evidence}"
-        return ExportedPlacement(found[0].place, evidence, found[0].chain)
+        path = self._path(module, origin)
+        evidence = f"is, at every call of `{written}(...)` in {path} ({lines}), a tensor that {found.evidence}"
+        return ExportedPlacement(found.place, evidence, found.chain)
 
     def _built_in_other_files(
         self, module: str, query: PlacementQuery, origin: str, asked: _Asked
@@ -230,14 +220,34 @@ class PlacementLinks:
         instances in the files that import and build it (at most `_MAX_BUILDERS`), each with every use of the
         module in sight (`SubmoduleCalls.imported_submodule_calls`); None where one is not, or they disagree."""
         builders = self._builders((module, query.name))
-        if not builders or self._arguments is None or self._submodules is None:
+        if not builders or self._submodules is None:
             return None
         sites = []
         for other in builders:
             calls = self._submodules(other, query.name)
             if not calls:
                 return None
-            sites.extend((other, CallRef(c, CallKind.METHOD, w.rpartition(".")[2], None, n, None)) for c, n, w in calls)
+            sites.extend((other, call) for call in calls)
+        found = self._one_place(module, query, sites, origin, asked)
+        if found is None:
+            return None
+        files = ", ".join(f"`{self._path(other, origin)}`" for other in builders)
+        calls = f"at every call of a `{query.name}` module in {files} [heuristic: {FROM_SUBMODULE_CALLS}]"
+        return ExportedPlacement(found.place, f"is, {calls}, a tensor that {found.evidence}", found.chain)
+
+    def _one_place(
+        self, module: str, query: PlacementQuery, calls: List[Tuple[str, Tuple[str, int, str]]], origin: str,
+        asked: _Asked,
+    ) -> Optional[ExportedPlacement]:
+        """What each of `calls` (its module, and the caller's qualname, the line and the callee as written)
+        passes for the parameter `query` asks about, each asked of its module and answered in turn, where all
+        agree on one known place; else None."""
+        if self._arguments is None:
+            return None
+        sites = [
+            (where, CallRef(caller, CallKind.METHOD, written.rpartition(".")[2], None, line, None))
+            for where, (caller, line, written) in calls
+        ]
         deeper = asked | {(module, query)}
         found = passed_by(
             sites, query, self._arguments, lambda where, pending: self.answer(where, pending, origin, deeper),
@@ -245,10 +255,7 @@ class PlacementLinks:
         )
         if not found or len({placed.place for placed in found}) != 1 or found[0].place == Place.UNKNOWN.value:
             return None
-        files = ", ".join(f"`{self._path(other, origin)}`" for other in builders)
-        calls = f"at every call of a `{query.name}` module in {files} [heuristic: {FROM_SUBMODULE_CALLS}]"
-        evidence = f"is, {calls}, a tensor that {found[0].evidence}"
-        return ExportedPlacement(found[0].place, evidence, found[0].chain)
+        return found[0]
 
     def _builders(self, cls: Key) -> Optional[List[str]]:
         """The other modules that import class `cls` and build it, where they are few and every module naming it
