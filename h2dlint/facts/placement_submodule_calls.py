@@ -86,7 +86,7 @@ class SubmoduleCalls(CallerArguments):
 
     def imported_submodule_calls(self, name: str) -> Optional[Tuple[Tuple[str, int, str], ...]]:
         """The calls in this file of the instances of `name`, a module class that another file defines and this
-        one imports and builds (`project.placement_links` asks, for a parameter of its `forward`): (the calling
+        one imports and builds (`project.module_builders` asks, for a parameter of its `forward`): (the calling
         method's qualname, the line, the callee as written) for each, when they are all its uses, as for a class
         of this file; else None."""
         sites = self._submodule_calls(name)

@@ -34,18 +34,13 @@ from h2dlint.facts.summary import (
     CallKind, CallRef, ExportedPlacement, ModuleSummary, PlacementExports, PlacementQuery, Site,
 )
 from h2dlint.project.index import ProjectGraph
+from h2dlint.project.module_builders import Call, ModuleBuilders, Submodules
 from h2dlint.project.placement_passed import Arguments, ProjectCallers, passed_by
 from h2dlint.project.record_fills import Fills, RecordFillsElsewhere
 from h2dlint.rules.device_to_host import mirror_remedy
 
-# The calls in a module of another file's module class (its name as written): (caller, line, callee as written)
-Submodules = Callable[[str, str], Optional[Tuple[Tuple[str, int, str], ...]]]
-
 SYNC_RULES = "HTD2"  # the device-to-host rules: their remedy names a host mirror
 _MAX_LINKS = 8  # files followed from one question: `a.f` returns `b.g()`, which returns `c.h()`, ...
-# Files that build another file's module class whose calls a question about its `forward` reads: a vision tower is
-# built by its model's file (one or two), a shared layer by many, where reading each would cost its analysis.
-_MAX_BUILDERS = 2
 _Asked = FrozenSet[Tuple[str, PlacementQuery]]
 
 
@@ -94,7 +89,7 @@ class PlacementLinks:
         self._namers: Optional[Dict[str, List[str]]] = None  # name -> the modules that call or import it
         self._callers: Optional[ProjectCallers] = None  # for a public function's callers in other files
         self._records_elsewhere = RecordFillsElsewhere(graph, modules, fills)
-        self._submodules = submodules
+        self._builders = ModuleBuilders(graph, modules, submodules, self._naming)
 
     def resolved(self, file: FileSummary, module: str) -> FileSummary:
         """`file` with each pending site whose question the project answers with a placement its rule
@@ -217,17 +212,12 @@ class PlacementLinks:
         self, module: str, query: PlacementQuery, origin: str, asked: _Asked
     ) -> Optional[ExportedPlacement]:
         """A parameter of the `forward` of a module class that its own file never builds, by the calls of its
-        instances in the files that import and build it (at most `_MAX_BUILDERS`), each with every use of the
-        module in sight (`SubmoduleCalls.imported_submodule_calls`); None where one is not, or they disagree."""
-        builders = self._builders((module, query.name))
-        if not builders or self._submodules is None:
+        instances in the files that import and build it (`project.module_builders`); None where they are not
+        all in sight, or disagree."""
+        built = self._builders.calls((module, query.name))
+        if built is None:
             return None
-        sites = []
-        for other in builders:
-            calls = self._submodules(other, query.name)
-            if not calls:
-                return None
-            sites.extend((other, call) for call in calls)
+        builders, sites = built
         found = self._one_place(module, query, sites, origin, asked)
         if found is None:
             return None
@@ -236,7 +226,7 @@ class PlacementLinks:
         return ExportedPlacement(found.place, f"is, {calls}, a tensor that {found.evidence}", found.chain)
 
     def _one_place(
-        self, module: str, query: PlacementQuery, calls: List[Tuple[str, Tuple[str, int, str]]], origin: str,
+        self, module: str, query: PlacementQuery, calls: List[Tuple[str, Call]], origin: str,
         asked: _Asked,
     ) -> Optional[ExportedPlacement]:
         """What each of `calls` (its module, and the caller's qualname, the line and the callee as written)
@@ -256,19 +246,6 @@ class PlacementLinks:
         if not found or len({placed.place for placed in found}) != 1 or found[0].place == Place.UNKNOWN.value:
             return None
         return found[0]
-
-    def _builders(self, cls: Key) -> Optional[List[str]]:
-        """The other modules that import class `cls` and build it, where they are few and every module naming it
-        resolves the name (to it, or to another class); else None."""
-        found = []
-        for other in self._naming(cls[1]):
-            target = self._graph.target_of(other, cls[1])
-            if other == cls[0] or (target != cls and (target is not None or cls[1] in self._modules[other].imports)):
-                continue  # its own file, or a file whose name is another class's
-            if target != cls:
-                return None  # `mod.Name(...)`: which class it builds is not known here
-            found.append(other)
-        return found if len(found) <= _MAX_BUILDERS else None
 
     def _multimodal_input(self, name: str, origin: str) -> Optional[ExportedPlacement]:
         """The multimodal input `name` on the device, where a file of the project declares its field and none
