@@ -10,12 +10,13 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 from h2dlint.facts.bindings import function_bindings, parameter_defaults
 from h2dlint.facts.constructs import LocalValue, is_device_construct, is_host_device
 from h2dlint.facts.scopes import NameResolver
+from h2dlint.facts.syntax import methods_of
 
 
 def host_default_attributes(cls: ast.ClassDef, names: NameResolver) -> FrozenSet[str]:
     """The attributes every assignment in the methods of `cls` sets from a parameter of that method that
     defaults to the host (`self.device = device`, `self._device = torch.device(device)`)."""
-    methods = [node for node in cls.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    methods = methods_of(cls)
     if not any(is_host_device(default, names) for method in methods for _, default in parameter_defaults(method.args)):
         return frozenset()  # nearly every class: no parameter defaults to the host, so no walk of its methods
     from_host_default: Dict[str, bool] = {}

@@ -35,7 +35,7 @@ from h2dlint.facts.placement_exports import FunctionNode, exported
 from h2dlint.facts.placement_regions import own_nodes, spans_any
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement, agree_all, short
 from h2dlint.facts.positions import line_starts, row_at
-from h2dlint.facts.syntax import last_name
+from h2dlint.facts.syntax import last_name, methods_of
 from h2dlint.facts.summary import PlacementQuery
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling function, its class, the call
@@ -154,8 +154,7 @@ class CallerArguments:
 
     def _methods_of_class(self, class_name: str) -> Dict[str, FunctionNode]:
         node = self._classes.get(class_name)
-        body = node.body if node is not None else []
-        return {f.name: f for f in body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return {f.name: f for f in methods_of(node)} if node is not None else {}
 
     def _passed(self, function: FunctionNode, class_name: Optional[str], name: str, depth: int) -> Placement:
         sites = self._callers(function, class_name)

@@ -28,10 +28,9 @@ from typing import Dict, List, Optional, Tuple
 from h2dlint.facts.placement_callers import CallerArguments, parameter_position
 from h2dlint.facts.placement_exports import FunctionNode, exported
 from h2dlint.facts.placement_values import UNKNOWN, Place, Placement
-from h2dlint.facts.submodule_uses import (
-    attribute_uses, built_instances, calls_itself, imported_rows, looked_up_by_name, methods_of,
-)
+from h2dlint.facts.submodule_uses import attribute_uses, built_instances, calls_itself, imported_rows, looked_up_by_name
 from h2dlint.facts.summary import PlacementQuery
+from h2dlint.facts.syntax import methods_of
 
 _Site = Tuple[FunctionNode, Optional[str], ast.Call]  # the calling method, its class, the call
 

@@ -19,7 +19,7 @@ from typing import Iterator, List, Optional, Tuple
 from h2dlint.facts.placement_callers import is_first_parameter
 from h2dlint.facts.placement_exports import FunctionNode
 from h2dlint.facts.placement_regions import own_nodes
-from h2dlint.facts.syntax import is_none, last_name
+from h2dlint.facts.syntax import is_none, last_name, methods_of
 
 # The containers a module's submodules are listed in (`nn.ModuleList([Block(...) for _ in range(depth)])`).
 MODULE_LISTS = frozenset({"ModuleList", "Sequential"})
@@ -103,10 +103,6 @@ def calls_itself(node: ast.ClassDef) -> bool:
             ):
                 return True
     return False
-
-
-def methods_of(node: ast.ClassDef) -> List[FunctionNode]:
-    return [f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def _harmless_uses(node: ast.AST, attribute: str, method: FunctionNode, class_name: str) -> int:

@@ -11,7 +11,7 @@ import ast
 import fnmatch
 import functools
 import re
-from typing import Callable, Dict, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from h2dlint.facts.arguments import string_value
 
@@ -47,6 +47,11 @@ def target_names(target: ast.expr) -> Iterator[str]:
             yield from target_names(element)
     elif isinstance(target, ast.Starred):
         yield from target_names(target.value)
+
+
+def methods_of(node: ast.ClassDef) -> List[Union[ast.FunctionDef, ast.AsyncFunctionDef]]:
+    """The functions a class body defines, in order."""
+    return [f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def last_name(expr: ast.expr) -> str:
