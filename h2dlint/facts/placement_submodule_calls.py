@@ -41,6 +41,7 @@ class SubmoduleCalls(CallerArguments):
     `_classes`, `_assignments_of`, `_class_and_bases`, `_summary` and `_ask`."""
 
     _classes: Dict[str, ast.ClassDef]
+    _module_sites: Optional[Dict[str, List[_Site]]] = None  # by class: `_submodule_calls`, found on first use
 
     def forward_passed(self, function: FunctionNode, class_name: str, name: str, depth: int) -> Placement:
         """Where parameter `name` of `class_name.forward` lives, by every call of the module in this file, as a
@@ -79,8 +80,7 @@ class SubmoduleCalls(CallerArguments):
             return UNKNOWN
         if len({p.place for p in placed if p.pending is None}) > 1 or all(p.pending is None for p in placed):
             return UNKNOWN
-        calls = tuple((f"{cls}.{method.name}", call.lineno, ast.unparse(call.func)) for method, cls, call in sites)
-        query = PlacementQuery("module-callers", class_name, class_name, parameter=parameter, calls=calls)
+        query = PlacementQuery("module-callers", class_name, class_name, parameter=parameter, calls=_described(sites))
         return self._ask(query)  # type: ignore
 
     def imported_submodule_calls(self, name: str) -> Optional[Tuple[Tuple[str, int, str], ...]]:
@@ -89,9 +89,7 @@ class SubmoduleCalls(CallerArguments):
         method's qualname, the line, the callee as written) for each, when they are all its uses, as for a class
         of this file; else None."""
         sites = self._submodule_calls(name)
-        if not sites:
-            return None
-        return tuple((f"{cls}.{method.name}", call.lineno, ast.unparse(call.func)) for method, cls, call in sites)
+        return _described(sites) if sites else None
 
     def _built_elsewhere_only(self, class_name: str) -> bool:
         """Whether this file writes the module class's name only in its `class` statement (prose aside), and
@@ -102,7 +100,14 @@ class SubmoduleCalls(CallerArguments):
 
     def _submodule_calls(self, class_name: str) -> List[_Site]:
         """The calls of the instances of `class_name` in this file, when they are all its uses (see the module
-        docstring); else empty."""
+        docstring); else empty. Found once per class: each parameter of its `forward` asks again."""
+        if self._module_sites is None:
+            self._module_sites = {}
+        if class_name not in self._module_sites:
+            self._module_sites[class_name] = self._find_submodule_calls(class_name)
+        return self._module_sites[class_name]
+
+    def _find_submodule_calls(self, class_name: str) -> List[_Site]:
         holders = self._holders(class_name)
         node = self._classes.get(class_name)
         if not holders or (node is not None and calls_itself(node)):
@@ -150,3 +155,9 @@ class SubmoduleCalls(CallerArguments):
             sites.extend((method, cls, call) for call in found[0])
             accounted += found[1]
         return sites if sites and accounted == len(places) else None
+
+
+def _described(sites: List[_Site]) -> Tuple[Tuple[str, int, str], ...]:
+    """Each call of `sites` as the project names it: (the calling method's qualname, the line, the callee as
+    written)."""
+    return tuple((f"{cls}.{method.name}", call.lineno, ast.unparse(call.func)) for method, cls, call in sites)
