@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from h2dlint.facts.heat import Key
 from h2dlint.facts.summary import ModuleSummary
 from h2dlint.project.index import ProjectGraph
+from h2dlint.project.placement_passed import naming_the_class
 
 Call = Tuple[str, int, str]  # the calling method's qualname, the line, the callee as written
 Submodules = Callable[[str, str], Optional[Tuple[Call, ...]]]  # a module's calls of another file's module class
@@ -54,12 +55,5 @@ class ModuleBuilders:
     def _builders(self, cls: Key) -> Optional[List[str]]:
         """The other modules that import class `cls` and build it, where they are few and every module naming it
         resolves the name (to it, or to another class); else None."""
-        found = []
-        for other in self._naming(cls[1]):
-            target = self._graph.target_of(other, cls[1])
-            if other == cls[0] or (target != cls and (target is not None or cls[1] in self._modules[other].imports)):
-                continue  # its own file, or a file whose name is another class's
-            if target != cls:
-                return None  # `mod.Name(...)`: which class it builds is not known here
-            found.append(other)
-        return found if len(found) <= MAX_BUILDERS else None
+        found = naming_the_class(self._graph, self._modules, cls, self._naming(cls[1]))
+        return found if found is not None and len(found) <= MAX_BUILDERS else None

@@ -35,7 +35,7 @@ from h2dlint.facts.summary import (
 )
 from h2dlint.project.index import ProjectGraph
 from h2dlint.project.module_builders import Call, ModuleBuilders, Submodules
-from h2dlint.project.placement_passed import Arguments, ProjectCallers, passed_by
+from h2dlint.project.placement_passed import Arguments, ProjectCallers, files_shown, passed_by
 from h2dlint.project.record_fills import Fills, RecordFillsElsewhere
 from h2dlint.rules.device_to_host import mirror_remedy
 
@@ -221,7 +221,7 @@ class PlacementLinks:
         found = self._one_place(module, query, sites, origin, asked)
         if found is None:
             return None
-        files = ", ".join(f"`{self._path(other, origin)}`" for other in builders)
+        files = files_shown([self._path(other, origin) for other in builders])
         calls = f"at every call of a `{query.name}` module in {files} [heuristic: {FROM_SUBMODULE_CALLS}]"
         return ExportedPlacement(found.place, f"is, {calls}, a tensor that {found.evidence}", found.chain)
 

@@ -21,7 +21,7 @@ The project answers with what every call in the other files passes, where it see
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from h2dlint.facts.heat import Key
 from h2dlint.facts.summary import CallKind, CallRef, ExportedPlacement, ModuleSummary, PlacementQuery
@@ -69,8 +69,7 @@ class ProjectCallers:
         if not found or len({placed.place for placed in found}) != 1:
             return None
         files = sorted({path_of(where) for where, _ in sites})
-        shown = ", ".join(f"`{f}`" for f in files[:2]) + (f" and {len(files) - 2} more files" if len(files) > 2 else "")
-        calls = f"at every call of `{query.name}(...)` in the project (from {shown})"
+        calls = f"at every call of `{query.name}(...)` in the project (from {files_shown(files)})"
         return ExportedPlacement(found[0].place, f"is, {calls}, a tensor that {found[0].evidence}", found[0].chain)
 
     def _other_calls(self, module: str, query: PlacementQuery) -> Optional[List[Tuple[str, CallRef]]]:
@@ -114,13 +113,43 @@ def passed_by(
             return None
         if passed is NOT_PASSED:
             continue
-        chain = tuple(f"{path_of(caller_module)}: {step}" for step in passed.chain)
-        if passed.pending is not None:
-            deeper = answer(caller_module, passed.pending)
-            if deeper is None:
-                return None
-            passed = replace(deeper, chain=chain + deeper.chain)
-        else:
-            passed = replace(passed, chain=chain)
-        found.append(passed)
+        placed = answered(caller_module, passed, answer, path_of)
+        if placed is None:
+            return None
+        found.append(placed)
     return found
+
+
+def answered(
+    module: str, passed: ExportedPlacement, answer: Answer, path_of: Callable[[str], str]
+) -> Optional[ExportedPlacement]:
+    """`passed`, found in `module`, with its chain naming that file and its own question, if any, answered in
+    turn: `answer(module, question)`; None where that question is not answered."""
+    chain = tuple(f"{path_of(module)}: {step}" for step in passed.chain)
+    if passed.pending is None:
+        return replace(passed, chain=chain)
+    deeper = answer(module, passed.pending)
+    return None if deeper is None else replace(deeper, chain=chain + deeper.chain)
+
+
+def naming_the_class(
+    graph: ProjectGraph, modules: Dict[str, ModuleSummary], cls: Key, candidates: Iterable[str]
+) -> Optional[List[str]]:
+    """Those of the modules `candidates`, the class's own aside, where its name `cls[1]` is class `cls` (an
+    import of it); None where one names it without the project knowing what it names there (`mod.Name(...)`,
+    `self.Name(...)`), which may be this class. A module whose name is another class's is left out."""
+    found = []
+    for module in candidates:
+        if module == cls[0]:
+            continue
+        target = graph.target_of(module, cls[1])
+        if target == cls:
+            found.append(module)
+        elif target is None and cls[1] not in modules[module].imports:
+            return None
+    return found
+
+
+def files_shown(files: List[str]) -> str:
+    """The first two of `files`, quoted, and how many more there are."""
+    return ", ".join(f"`{f}`" for f in files[:2]) + (f" and {len(files) - 2} more files" if len(files) > 2 else "")

@@ -18,12 +18,12 @@ from dataclasses import replace
 from typing import Callable, Dict, List, Optional
 
 from h2dlint.facts.heat import Key
-from h2dlint.facts.summary import ExportedPlacement, ModuleSummary, PlacementQuery
+from h2dlint.facts.summary import ExportedPlacement, ModuleSummary
 from h2dlint.project.index import ProjectGraph
+from h2dlint.project.placement_passed import Answer, answered, files_shown, naming_the_class
 
 # What each call in a module of a record class of another file (its name as written) puts in a field; None: not known
 Fills = Callable[[str, str, str], Optional[List[ExportedPlacement]]]
-Answer = Callable[[str, PlacementQuery], Optional[ExportedPlacement]]  # a nested question, asked in a module
 
 
 class RecordFillsElsewhere:
@@ -45,11 +45,10 @@ class RecordFillsElsewhere:
             return None
         if not others:
             return found
-        places = self._placed_by(others, cls[1], field, answer)
+        places = self._placed_by(others, cls[1], field, answer, path_of)
         if places is None or any(place != found.place for place in places):
             return None
-        files = sorted(path_of(module) for module in others)
-        shown = ", ".join(f"`{f}`" for f in files[:2]) + (f" and {len(files) - 2} more files" if len(files) > 2 else "")
+        shown = files_shown(sorted(path_of(module) for module in others))
         also = f"and every call of `{cls[1]}(...)` in {shown} passes the same placement for `{field}`"
         return replace(found, evidence=f"{found.evidence}, {also}")
 
@@ -57,7 +56,9 @@ class RecordFillsElsewhere:
         """Whether a file other than class `cls`'s own may construct it."""
         return self._constructing(cls) != []
 
-    def _placed_by(self, modules: List[str], name: str, field: str, answer: Answer) -> Optional[List[str]]:
+    def _placed_by(
+        self, modules: List[str], name: str, field: str, answer: Answer, path_of: Callable[[str], str]
+    ) -> Optional[List[str]]:
         """The place each call of `name` in `modules` puts in `field`; None where one is not known."""
         if self._fills is None:
             return None
@@ -66,11 +67,10 @@ class RecordFillsElsewhere:
             fills = self._fills(module, name, field)
             if fills is None:
                 return None
-            for placed in fills:
-                if placed.pending is not None:
-                    placed = answer(module, placed.pending)  # type: ignore[assignment]
-                    if placed is None:
-                        return None
+            for filled in fills:
+                placed = answered(module, filled, answer, path_of)
+                if placed is None:
+                    return None
                 places.append(placed.place)
         return places
 
@@ -81,13 +81,5 @@ class RecordFillsElsewhere:
         return self._constructors[cls]
 
     def _find_constructing(self, cls: Key) -> Optional[List[str]]:
-        found = []
-        for module, summary in self._modules.items():
-            if module == cls[0] or cls[1] not in summary.called_names:
-                continue
-            target = self._graph.target_of(module, cls[1])
-            if target == cls:
-                found.append(module)
-            elif target is None and cls[1] not in summary.imports:
-                return None  # `mod.Name(...)`, `self.Name(...)`: which class it builds is not known here
-        return found
+        calling = [module for module, summary in self._modules.items() if cls[1] in summary.called_names]
+        return naming_the_class(self._graph, self._modules, cls, calling)
