@@ -355,6 +355,7 @@ class _Collector(Walk, PropertyReads):
             loop_line=loops[-1][1] if loops else None,
             loop_over_requests=bool(loops) and loops[-1][0] is LoopKind.REQUESTS,
             in_service_loop=bool(loops) and loops[-1][0] is LoopKind.SERVICE,
+            in_denoising_loop=bool(loops) and loops[-1][0] is LoopKind.STEPS,
             one_time=self.context.one_time,
             per_miss=self.context.per_miss,
             multimodal_branch=self.context.multimodal_branch,

@@ -66,6 +66,7 @@ class Walk(FlowWalk):
         self._multimodal_branches = settings.multimodal_branches_per_request()
         self._request_loop_names = settings.request_loop_names()
         self._service_loop_names = settings.service_loop_names()
+        self._denoising_loop_names = settings.denoising_loop_names()
         self._resolve_names = resolve_names  # without rules, names need no bindings
         self._names = NameResolver()
         self.context = Context(self._names)

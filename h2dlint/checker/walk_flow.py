@@ -20,7 +20,7 @@ from h2dlint.facts.guards import (
     is_once_flag_guard,
     tested_value,
 )
-from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests, runs_until_stopped
+from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests, iterates_timesteps, runs_until_stopped
 from h2dlint.facts.memo import runtime_memo_key
 from h2dlint.facts.multimodal_branches import tests_multimodal_presence
 from h2dlint.facts.placement_regions import device_context
@@ -52,6 +52,7 @@ class FlowWalk:
     _multimodal_branches: bool
     _request_loop_names: Tuple[str, ...]
     _service_loop_names: Tuple[str, ...]
+    _denoising_loop_names: Tuple[str, ...]
     _checks_iterables: bool
     _check: Callable[[NodeKind, ast.AST], None]
     _check_test: Callable[[ast.expr], None]
@@ -65,7 +66,7 @@ class FlowWalk:
     def _visit_in_region(self, nodes: Iterable[ast.AST], region: LoopRegion) -> None:
         """Visit `nodes` as code that runs once per iteration of a loop or comprehension."""
         loops = self._frames[-1].loops
-        loops.append(region)
+        loops.append(self._within_denoising(region))
         self._visit_all(nodes)
         loops.pop()
 
@@ -77,18 +78,28 @@ class FlowWalk:
         if self._is_fixed_iteration(node.iter):
             self._visit_all(node.body)
         else:
-            over_requests = iterates_requests(node.target, node.iter, self._request_loop_names)
-            self._visit_in_region(node.body, (LoopKind.REQUESTS if over_requests else LoopKind.LOOP, node.lineno))
+            self._visit_in_region(node.body, (self._for_kind(node), node.lineno))
         self._visit_all(node.orelse)
 
     def _visit_while(self, node: ast.While) -> None:
         loops = self._frames[-1].loops
         service = runs_until_stopped(node, self._service_loop_names)
-        loops.append((LoopKind.SERVICE if service else LoopKind.LOOP, node.lineno))
+        loops.append(self._within_denoising((LoopKind.SERVICE if service else LoopKind.LOOP, node.lineno)))
         self._check_test(node.test)  # the test runs once per iteration too
         self._visit_all([node.test, *node.body])
         loops.pop()
         self._visit_all(node.orelse)
+
+    def _for_kind(self, node: Union[ast.For, ast.AsyncFor]) -> LoopKind:
+        if iterates_timesteps(node.iter, self._denoising_loop_names):
+            return LoopKind.STEPS
+        over_requests = iterates_requests(node.target, node.iter, self._request_loop_names)
+        return LoopKind.REQUESTS if over_requests else LoopKind.LOOP
+
+    def _within_denoising(self, region: LoopRegion) -> LoopRegion:
+        """`region`, or the denoising loop around it: what runs in a loop inside one runs at least once per step."""
+        loops = self._frames[-1].loops
+        return loops[-1] if loops and loops[-1][0] is LoopKind.STEPS else region
 
     def _visit_comprehension(self, node: _Comprehension) -> None:
         """The element and the filters run per item; the outermost iterable runs once."""

@@ -47,6 +47,10 @@ class Heat:
     # How often a loop of hot code repeats: per step, or per request where code run once per request loops
     # over that request's items (`hot-per-request-loop`); a function takes its caller's.
     loop_level: str = PER_STEP
+    # The `loop_level` that what this function calls outside its loops takes, where it differs from its own: a
+    # pipeline's `__call__` loops over the denoising steps, but a helper it calls once (`prepare_image`) loops
+    # over one request's prompts and images (`hot-per-request-loop`). None: its own.
+    callee_loop_level: Optional[str] = None
     # The root runs where a serving engine takes a request in, in its tokenizer or input-processing process
     # (`cold-sync-on-request-arrival`): on host tensors, and away from the step loop, so the D2H rules are quiet.
     on_arrival: bool = False
@@ -69,7 +73,8 @@ class Heat:
         chain = (caller,) + self.chain
         return Heat(
             True, self.origin, self.tag, chain, self.module, self.level, heuristic=self.heuristic,
-            loop_level=self.loop_level, on_arrival=self.on_arrival, loop_alone=self.loop_alone,
+            loop_level=self.callee_loop_level or self.loop_level, on_arrival=self.on_arrival,
+            loop_alone=self.loop_alone,
         )
 
 
@@ -121,6 +126,8 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
     if site.loop is not None and (owner is None or owner.hot or owner.observed == 1):
         if per_request:
             return PER_REQUEST
+        if site.loop[0] is LoopKind.STEPS:
+            return PER_STEP
         if owner is not None and owner.hot:
             return owner.loop_level
         return PER_REQUEST if site.loop[0] is LoopKind.REQUESTS else PER_STEP
@@ -129,10 +136,14 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
     return None
 
 
+# The heuristic that makes a site in a loop of this kind hot, where it is not `hot-in-loop`.
+_LOOP_HEURISTICS = {LoopKind.SERVICE: "hot-service-loop", LoopKind.STEPS: "hot-denoising-loop"}
+
+
 def site_heuristic(site: Site, owner: Optional[Heat]) -> Optional[str]:
     """The id of the heuristic that makes a hot `site` hot: the loop around it, else its function's root."""
     if site.loop is not None:
-        return "hot-service-loop" if site.loop[0] is LoopKind.SERVICE else "hot-in-loop"
+        return _LOOP_HEURISTICS.get(site.loop[0], "hot-in-loop")
     return owner.heuristic if owner is not None and owner.hot else None
 
 

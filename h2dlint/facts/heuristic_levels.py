@@ -51,9 +51,10 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
     Heuristic(
         "hot-per-request-loop", _HOT, Group.LOOP,
         "a loop in code that runs once per request goes over that request's images, chunks or items, so it "
-        "repeats per request, not per step (a pipeline's `__call__`, whose loop is its denoising steps, aside); "
-        "in a serving engine, and in a diffusion pipeline's per-request code (`encode_prompt`, `prepare_latents`, "
-        "a modular block's `__call__`) over its prompts, conditions and images",
+        "repeats per request, not per step (a denoising loop aside: `hot-denoising-loop`); in a serving engine, "
+        "and in a diffusion pipeline's per-request code (`encode_prompt`, `prepare_latents`, a modular block's "
+        "`__call__`, any helper its `__call__` calls outside its loops) over its prompts, conditions and images. "
+        "A pipeline's `__call__` is the exception: its loops are taken for its denoising steps",
         evidence=(
             "sglang models/deepseek_v4.py:4814",
             "sglang models/cohere2_vision.py:161",
@@ -61,8 +62,20 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
             "sglang models/muse_spark_omni.py:378",
             "diffusers pipelines/audioldm2/pipeline_audioldm2.py:598",
             "diffusers pipelines/ltx/pipeline_ltx_condition.py:563",
+            "diffusers pipelines/ace_step/pipeline_ace_step.py:683",
         ),
         exceptions=("*Pipeline.__call__",),
+    ),
+    Heuristic(
+        "hot-denoising-loop", _HOT, Group.LOOP,
+        "a loop over a diffusion schedule's timesteps (`for i, t in enumerate(self.progress_bar(timesteps)):`) "
+        "is a denoising loop: what runs in it, and in the loops it holds, runs once per denoising step, though "
+        "the code around it runs once per request (a pipeline's `__call__`, a helper that runs the loop)",
+        # Matched against every name in what the loop iterates (`range(len(self.scheduler.timesteps))`).
+        ("*timesteps*",),
+        evidence=(
+            "diffusers pipelines/deprecated/semantic_stable_diffusion/pipeline_semantic_stable_diffusion.py:677",
+        ),
     ),
     Heuristic(
         "hot-per-request-loop-over-requests", _HOT, Group.LOOP,

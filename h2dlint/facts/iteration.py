@@ -1,6 +1,6 @@
 """Loops that repeat steps written in the source (`for v in (a, b, c):`) rather than running once per item of
-data: their bodies are not per-step. And loops over requests (`for req in batch.reqs:`), whose bodies run once
-per request."""
+data: their bodies are not per-step. Loops over requests (`for req in batch.reqs:`), whose bodies run once
+per request. And denoising loops (`for t in timesteps:`), whose bodies run once per step."""
 
 from __future__ import annotations
 
@@ -85,6 +85,20 @@ def _iterated_names(iterable: ast.expr) -> Iterator[str]:
         name = last_name(iterable)
         if name:
             yield name
+
+
+def iterates_timesteps(iterable: ast.expr, patterns: Sequence[str]) -> bool:
+    """Whether a `for` loop is a denoising loop (`hot-denoising-loop`): a name anywhere in what it iterates
+    (`timesteps`, `self.progress_bar(self.scheduler.timesteps)`, `range(len(timesteps))`) matches one of
+    `patterns`."""
+    if not patterns:
+        return False
+    matches = glob_matcher(tuple(patterns))
+    names = (n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(iterable) if isinstance(n, _NAMED))
+    return any(matches(name) is not None for name in names)
+
+
+_NAMED = (ast.Name, ast.Attribute)
 
 
 def runs_until_stopped(loop: ast.While, stop_names: Sequence[str]) -> bool:

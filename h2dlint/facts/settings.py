@@ -41,10 +41,11 @@ NameTable = Tuple[Tuple[str, str], ...]  # (glob, the id of the heuristic it bel
 
 PER_REQUEST_LOOP = BY_ID["hot-per-request-loop"]
 PER_REQUEST_LOOP_OVER_REQUESTS = BY_ID["hot-per-request-loop-over-requests"]
+DENOISING_LOOP = BY_ID["hot-denoising-loop"]
 SERVICE_LOOP = BY_ID["hot-service-loop"]
 
 # Entry points that run once per request, not per step: a hot name matching one of these is per-request.
-# The loops inside them (a pipeline's denoising loop) are per step all the same (see `facts.heat.site_level`).
+# A denoising loop inside them runs per step all the same (`hot-denoising-loop`, `facts.heat.site_level`).
 DEFAULT_PER_REQUEST_FUNCTIONS: Tuple[str, ...] = (
     # diffusers' and transformers' pipelines: `__call__` prepares one request's inputs, loops over the
     # denoising or generation steps, and decodes the result once.
@@ -198,15 +199,28 @@ class Settings:
         """Whether the loops of function `name` (of `class_name`), which runs once per request, repeat per
         request (`hot-per-request-loop`), not per step: with serving's names, and a diffusion pipeline's, whose
         per-request code (`encode_prompt`, `prepare_latents`, a modular block) loops over a request's prompts,
-        images or conditions, and only a pipeline's `__call__` over the denoising steps (the exception)."""
-        if not (self._serving_level(PER_REQUEST_LOOP.id) or self._diffusion_level(PER_REQUEST_LOOP.id)):
-            return False
-        return not _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
+        images or conditions, and only a pipeline's `__call__` over the denoising steps (the exception). A
+        denoising loop runs per step all the same (`hot-denoising-loop`)."""
+        return self._per_request_loops() and not _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
+
+    def callees_loop_per_request(self, name: str, class_name: Optional[str] = None) -> bool:
+        """Whether what function `name` (of `class_name`), which runs once per request, calls outside its loops
+        loops over one request's items though its own loops repeat per step: the exceptions of
+        `hot-per-request-loop` (a pipeline's `__call__` loops over its denoising steps, but a `prepare_image` it
+        calls once loops over the request's images)."""
+        return self._per_request_loops() and _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
+
+    def _per_request_loops(self) -> bool:
+        return self._serving_level(PER_REQUEST_LOOP.id) or self._diffusion_level(PER_REQUEST_LOOP.id)
 
     def request_loop_names(self) -> Tuple[str, ...]:
         """The globs of the names that make a loop one over requests (`hot-per-request-loop-over-requests`);
         none unless serving's level heuristics apply, as a trainer has no requests."""
         return PER_REQUEST_LOOP_OVER_REQUESTS.patterns if self._serving_level(PER_REQUEST_LOOP_OVER_REQUESTS.id) else ()
+
+    def denoising_loop_names(self) -> Tuple[str, ...]:
+        """The globs of the names that make a loop a denoising loop (`hot-denoising-loop`), whatever the preset."""
+        return DENOISING_LOOP.patterns if self.enabled(DENOISING_LOOP.id) else ()
 
     def service_loop_names(self) -> Tuple[str, ...]:
         """The globs of the stop and run flags that make a `while` loop a service loop (`hot-service-loop`)."""

@@ -28,6 +28,8 @@ class LoopKind(Enum):
     LOOP = "loop"  # `for` and `while`
     REQUESTS = "loop over requests"  # `for req in batch.reqs:` (`hot-per-request-loop-over-requests`)
     SERVICE = "service loop"  # `while True:`, `while not self._stop.is_set():` (`hot-service-loop`)
+    # `for t in timesteps:`, and every loop or comprehension inside it, which take its line (`hot-denoising-loop`)
+    STEPS = "denoising loop"
     COMPREHENSION = "comprehension"  # the element and filters of a comprehension or generator
 
 
@@ -133,6 +135,7 @@ class CallRef(NamedTuple):
     loop_line: Optional[int]  # innermost loop around the call, within the caller
     loop_over_requests: bool = False  # that loop goes over requests (`facts.iteration.iterates_requests`)
     in_service_loop: bool = False  # that loop runs until the process stops (`facts.iteration.runs_until_stopped`)
+    in_denoising_loop: bool = False  # a loop over a diffusion schedule's timesteps holds it (`iterates_timesteps`)
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     # The id of the one-time guard around the call (`if self._x is None:`: `one-time-guard-none`), if any:
     # such a call spreads no heat

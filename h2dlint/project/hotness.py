@@ -242,7 +242,9 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
         caller = (module, call.caller)
-        if call.loop_over_requests:
+        if call.in_denoising_loop:
+            root = loop_root(module, call, PER_STEP)
+        elif call.loop_over_requests:
             root = loop_root(module, call, PER_REQUEST)
         elif caller in loop_levels:
             root = loop_root(module, call, loop_levels[caller])

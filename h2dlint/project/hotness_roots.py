@@ -86,10 +86,11 @@ def _named_root(
         elif part:
             origin, heuristic = f"{origin} ({parts[class_name]})", ENCODER  # type: ignore[index]
         loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
+        callees = PER_REQUEST if settings.callees_loop_per_request(function.name, class_name) else None
         on_arrival = heuristic == ARRIVAL and settings.enabled(QUIET_ON_ARRIVAL)
         return Heat(
             True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic, loop_level=loops,
-            on_arrival=on_arrival,
+            callee_loop_level=callees, on_arrival=on_arrival,
         )
     return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, heuristic)
 
@@ -130,6 +131,8 @@ def loop_root(module: str, call: CallRef, level: str = PER_STEP, how_often: str 
 
 def _loop_kind(call: CallRef) -> Tuple[LoopKind, str]:
     """The kind of loop a call is made in, and the heuristic that makes what it calls hot."""
+    if call.in_denoising_loop:
+        return LoopKind.STEPS, "hot-denoising-loop"
     if call.loop_over_requests:
         return LoopKind.REQUESTS, "hot-per-request-loop-over-requests"
     if call.in_service_loop:

@@ -1,0 +1,97 @@
+"""Levels in a diffusion pipeline: a loop over the timesteps runs per denoising step wherever it sits
+(`hot-denoising-loop`); what the pipeline's `__call__` calls once loops over the request's items
+(`hot-per-request-loop`)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from h2dlint.facts.iteration import iterates_timesteps
+from h2dlint.facts.settings import Settings
+from h2dlint.project.findings import check_source
+
+PIPELINE = """\
+import torch
+
+class VideoPipeline:
+    def prepare_images(self, images, dev):
+        out = []
+        for image in images:
+            out.append(torch.tensor(image, device=dev))  # once per image of the request
+        return out
+
+    def run_diffusion(self, latents, names, dev):
+        for i, t in enumerate(self.progress_bar(self.scheduler.timesteps)):
+            ids = torch.tensor([i], device=dev)  # per denoising step
+            for name in names:
+                tag = torch.tensor([len(name)], device=dev)  # per step too: a loop inside the denoising loop
+            self.guide(t, dev)
+        return latents
+
+    def guide(self, t, dev):
+        return torch.tensor([t], device=dev)  # called in the denoising loop
+
+    def __call__(self, images, latents, names, dev):
+        self.prepare_images(images, dev)
+        return self.run_diffusion(latents, names, dev)
+"""
+
+
+def _levels(settings: Settings) -> dict:
+    return {d.span.row: d for d in check_source(PIPELINE, settings)}
+
+
+def test_a_helper_the_pipeline_calls_once_loops_over_the_request_s_items():
+    found = _levels(Settings(preset="diffusion"))
+    assert found[7].level == "per-request"
+    assert "in a loop at line 6 (once per iteration); called from `VideoPipeline.__call__` (per request)" in (
+        found[7].message
+    )
+    switched_off = Settings(preset="diffusion", disable_heuristics=("hot-per-request-loop",))
+    assert _levels(switched_off)[7].level == "per-step"
+
+
+def test_a_loop_over_the_timesteps_runs_per_step_in_a_helper_too():
+    found = _levels(Settings(preset="diffusion"))
+    assert {row: found[row].level for row in (12, 14, 19)} == {12: "per-step", 14: "per-step", 19: "per-step"}
+    assert "in a denoising loop at line 11" in found[12].message
+    assert "in a denoising loop at line 11" in found[14].message  # the loop it sits in is inside that one
+    assert "called in a denoising loop at line 11 of `VideoPipeline.run_diffusion`" in found[19].message
+    assert {found[row].heuristic for row in (12, 14, 19)} == {"hot-denoising-loop"}
+
+
+def test_without_the_denoising_loop_heuristic_the_helper_s_loop_repeats_per_request():
+    found = _levels(Settings(preset="diffusion", disable_heuristics=("hot-denoising-loop",)))
+    assert {row: found[row].level for row in (12, 14, 19)} == {
+        12: "per-request", 14: "per-request", 19: "per-request"
+    }
+    assert "denoising" not in found[12].message
+
+
+def test_the_serving_preset_knows_denoising_loops_too():
+    """sglang and vLLM serve diffusion models: a denoising loop in a per-request entry point runs per step."""
+    source = PIPELINE.replace("def run_diffusion", "def get_image_feature").replace(
+        "self.run_diffusion(", "self.get_image_feature("
+    )
+    found = {d.span.row: d.level for d in check_source(source, Settings())}
+    assert found[12] == "per-step"
+
+
+@pytest.mark.parametrize(
+    "iterable, steps",
+    [
+        ("timesteps", True),
+        ("enumerate(self.progress_bar(timesteps))", True),
+        ("range(len(self.scheduler.timesteps))", True),
+        ("enumerate(prior_timesteps_tensor[:-1])", True),
+        ("images", False),
+        ("range(num_segments)", False),
+        ("enumerate(self.progress_bar(steps))", False),
+    ],
+)
+def test_which_loops_go_over_timesteps(iterable, steps):
+    expr = ast.parse(iterable, mode="eval").body
+    assert iterates_timesteps(expr, Settings().denoising_loop_names()) is steps
+    assert iterates_timesteps(expr, ()) is False
