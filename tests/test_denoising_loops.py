@@ -95,3 +95,44 @@ def test_which_loops_go_over_timesteps(iterable, steps):
     expr = ast.parse(iterable, mode="eval").body
     assert iterates_timesteps(expr, Settings().denoising_loop_names()) is steps
     assert iterates_timesteps(expr, ()) is False
+
+
+SEGMENTS = """\
+import torch
+
+class AnimatePipeline:
+    def __call__(self, timesteps, num_segments, frames, dev):
+        for segment in range(num_segments):
+            start = torch.tensor([segment], device=dev)  # once per segment of the request
+            self.prepare_segment(segment, dev)
+            for frame in frames:
+                pad = torch.tensor([frame], device=dev)  # per frame of a segment: per request too
+            for i, t in enumerate(timesteps):
+                ids = torch.tensor([i], device=dev)  # per denoising step
+        for k in range(3):
+            def later():
+                for t in timesteps:
+                    pass
+            tail = torch.tensor([k], device=dev)  # a loop of `__call__` that holds no denoising loop
+
+    def prepare_segment(self, segment, dev):
+        return torch.tensor([segment], device=dev)
+"""
+
+
+def test_a_loop_of_a_pipeline_around_its_denoising_loop_repeats_per_request():
+    found = {d.span.row: d for d in check_source(SEGMENTS, Settings(preset="diffusion"))}
+    levels = {row: d.level for row, d in found.items()}
+    assert levels == {6: "per-request", 9: "per-request", 11: "per-step", 16: "per-step", 19: "per-request"}
+    assert "in a loop around a denoising loop at line 5" in found[6].message
+    assert "in a loop around a denoising loop at line 5" in found[9].message  # the loop it sits in is inside it
+    assert "in a denoising loop at line 10" in found[11].message
+    assert "called in a loop around a denoising loop at line 5 of `AnimatePipeline.__call__`" in found[19].message
+    # The denoising loop of a function it defines is no loop of its own; its loop is taken for the steps.
+    assert "in a loop at line 12" in found[16].message
+
+
+def test_without_the_denoising_loop_heuristic_a_pipelines_loops_are_its_steps():
+    found = check_source(SEGMENTS, Settings(preset="diffusion", disable_heuristics=("hot-denoising-loop",)))
+    assert {d.span.row: d.level for d in found} == {6: "per-step", 9: "per-step", 11: "per-step", 16: "per-step",
+                                                     19: "per-step"}

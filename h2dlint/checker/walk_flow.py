@@ -84,7 +84,8 @@ class FlowWalk:
     def _visit_while(self, node: ast.While) -> None:
         loops = self._frames[-1].loops
         service = runs_until_stopped(node, self._service_loop_names)
-        loops.append(self._within_denoising((LoopKind.SERVICE if service else LoopKind.LOOP, node.lineno)))
+        kind = LoopKind.AROUND_STEPS if self._holds_denoising_loop(node) else LoopKind.LOOP
+        loops.append(self._within_denoising((LoopKind.SERVICE if service else kind, node.lineno)))
         self._check_test(node.test)  # the test runs once per iteration too
         self._visit_all([node.test, *node.body])
         loops.pop()
@@ -93,13 +94,30 @@ class FlowWalk:
     def _for_kind(self, node: Union[ast.For, ast.AsyncFor]) -> LoopKind:
         if iterates_timesteps(node.iter, self._denoising_loop_names):
             return LoopKind.STEPS
+        if self._holds_denoising_loop(node):
+            return LoopKind.AROUND_STEPS
         over_requests = iterates_requests(node.target, node.iter, self._request_loop_names)
         return LoopKind.REQUESTS if over_requests else LoopKind.LOOP
 
     def _within_denoising(self, region: LoopRegion) -> LoopRegion:
-        """`region`, or the denoising loop around it: what runs in a loop inside one runs at least once per step."""
+        """`region`, or the denoising loop around it: what runs in a loop inside one runs at least once per step;
+        or the loop around a denoising loop that holds it, unless it is that denoising loop or another such."""
         loops = self._frames[-1].loops
-        return loops[-1] if loops and loops[-1][0] is LoopKind.STEPS else region
+        around = loops[-1] if loops else None
+        if around is None or around[0] not in _DENOISING:
+            return region
+        return around if around[0] is LoopKind.STEPS or region[0] not in _DENOISING else region
+
+    def _holds_denoising_loop(self, loop: Union[ast.For, ast.AsyncFor, ast.While]) -> bool:
+        """Whether `loop`, in a function whose loops are taken for its denoising steps (a pipeline's `__call__`:
+        `Settings.loops_taken_for_steps`), holds a denoising loop: it repeats the denoising per request."""
+        frame = self._frames[-1]
+        if frame.kind is not FrameKind.FUNCTION or frame.node is None or not self._denoising_loop_names:
+            return False
+        class_name = frame.method_of.rsplit(".", 1)[-1] if frame.method_of else None
+        if not self._settings.loops_taken_for_steps(frame.node.name, class_name):
+            return False
+        return any(iterates_timesteps(inner.iter, self._denoising_loop_names) for inner in _loops_in(loop.body))
 
     def _visit_comprehension(self, node: _Comprehension) -> None:
         """The element and the filters run per item; the outermost iterable runs once."""
@@ -218,3 +236,18 @@ def _typed_as(types: Dict[str, str], name: str, written: str) -> Iterator[None]:
             del types[name]
         else:
             types[name] = before
+
+
+_DENOISING = (LoopKind.STEPS, LoopKind.AROUND_STEPS)
+
+
+def _loops_in(body: Sequence[ast.stmt]) -> Iterator[Union[ast.For, ast.AsyncFor]]:
+    """The `for` loops in `body`, nested ones too, but not those of the functions and classes it defines."""
+    pending: List[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            yield node
+        pending.extend(ast.iter_child_nodes(node))

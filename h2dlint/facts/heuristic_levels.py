@@ -54,7 +54,8 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         "repeats per request, not per step (a denoising loop aside: `hot-denoising-loop`); in a serving engine, "
         "and in a diffusion pipeline's per-request code (`encode_prompt`, `prepare_latents`, a modular block's "
         "`__call__`, any helper its `__call__` calls outside its loops) over its prompts, conditions and images. "
-        "A pipeline's `__call__` is the exception: its loops are taken for its denoising steps",
+        "A pipeline's `__call__` is the exception: its loops are taken for its denoising steps, but for a loop "
+        "around a denoising loop (over video segments or pyramid stages)",
         evidence=(
             "sglang models/deepseek_v4.py:4814",
             "sglang models/cohere2_vision.py:161",
@@ -63,6 +64,7 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
             "diffusers pipelines/audioldm2/pipeline_audioldm2.py:598",
             "diffusers pipelines/ltx/pipeline_ltx_condition.py:563",
             "diffusers pipelines/ace_step/pipeline_ace_step.py:683",
+            "diffusers pipelines/wan/pipeline_wan_animate.py:622",
         ),
         exceptions=("*Pipeline.__call__",),
     ),

@@ -203,11 +203,11 @@ class Settings:
         denoising loop runs per step all the same (`hot-denoising-loop`)."""
         return self._per_request_loops() and not _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
 
-    def callees_loop_per_request(self, name: str, class_name: Optional[str] = None) -> bool:
-        """Whether what function `name` (of `class_name`), which runs once per request, calls outside its loops
-        loops over one request's items though its own loops repeat per step: the exceptions of
-        `hot-per-request-loop` (a pipeline's `__call__` loops over its denoising steps, but a `prepare_image` it
-        calls once loops over the request's images)."""
+    def loops_taken_for_steps(self, name: str, class_name: Optional[str] = None) -> bool:
+        """Whether function `name` (of `class_name`), which runs once per request, is an exception of
+        `hot-per-request-loop`, whose loops are taken for its denoising steps (a pipeline's `__call__`): what it
+        calls outside its loops (`prepare_image`) loops over the request's items all the same, and so does a
+        loop of its own around a denoising loop (over video segments)."""
         return self._per_request_loops() and _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
 
     def _per_request_loops(self) -> bool:

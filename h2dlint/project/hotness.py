@@ -244,6 +244,8 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
         caller = (module, call.caller)
         if call.in_denoising_loop:
             root = loop_root(module, call, PER_STEP)
+        elif call.around_denoising_loop:  # only a pipeline's `__call__`, which runs per request, holds one
+            root = loop_root(module, call, PER_REQUEST)
         elif call.loop_over_requests:
             root = loop_root(module, call, PER_REQUEST)
         elif caller in loop_levels:

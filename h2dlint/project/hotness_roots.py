@@ -86,7 +86,7 @@ def _named_root(
         elif part:
             origin, heuristic = f"{origin} ({parts[class_name]})", ENCODER  # type: ignore[index]
         loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
-        callees = PER_REQUEST if settings.callees_loop_per_request(function.name, class_name) else None
+        callees = PER_REQUEST if settings.loops_taken_for_steps(function.name, class_name) else None
         on_arrival = heuristic == ARRIVAL and settings.enabled(QUIET_ON_ARRIVAL)
         return Heat(
             True, origin, "per request", module=module, level=PER_REQUEST, heuristic=heuristic, loop_level=loops,
@@ -133,6 +133,8 @@ def _loop_kind(call: CallRef) -> Tuple[LoopKind, str]:
     """The kind of loop a call is made in, and the heuristic that makes what it calls hot."""
     if call.in_denoising_loop:
         return LoopKind.STEPS, "hot-denoising-loop"
+    if call.around_denoising_loop:
+        return LoopKind.AROUND_STEPS, "hot-called-in-loop"
     if call.loop_over_requests:
         return LoopKind.REQUESTS, "hot-per-request-loop-over-requests"
     if call.in_service_loop:
