@@ -1,6 +1,6 @@
 """Levels in a diffusion pipeline: a loop over the timesteps runs per denoising step wherever it sits
 (`hot-denoising-loop`); what the pipeline's `__call__` calls once loops over the request's items
-(`hot-per-request-loop`)."""
+(`hot-per-request-loop`); its VAE runs once per request (`hot-per-request-vae`)."""
 
 from __future__ import annotations
 
@@ -136,3 +136,25 @@ def test_without_the_denoising_loop_heuristic_a_pipelines_loops_are_its_steps():
     found = check_source(SEGMENTS, Settings(preset="diffusion", disable_heuristics=("hot-denoising-loop",)))
     assert {d.span.row: d.level for d in found} == {6: "per-step", 9: "per-step", 11: "per-step", 16: "per-step",
                                                      19: "per-step"}
+
+
+VAE = """\
+import torch
+
+class AutoencoderTiny:
+    def forward(self, latents, dev):
+        return torch.tensor([latents.shape[0]], device=dev)  # decodes once per request
+
+class UNet2DModel:
+    def forward(self, sample, dev):
+        return torch.tensor([sample.shape[0]], device=dev)  # the denoiser: per step
+"""
+
+
+def test_a_diffusion_pipelines_vae_runs_once_per_request():
+    found = {d.span.row: d for d in check_source(VAE, Settings(preset="diffusion"))}
+    assert {row: d.level for row, d in found.items()} == {5: "per-request", 9: "per-step"}
+    assert found[5].heuristic == "hot-per-request-vae"
+    switched_off = Settings(preset="diffusion", disable_heuristics=("hot-per-request-vae",))
+    assert {d.level for d in check_source(VAE, switched_off)} == {"per-step"}
+    assert {d.level for d in check_source(VAE, Settings())} == {"per-step"}  # serving names no VAE

@@ -1,5 +1,5 @@
-"""The heuristics that say how often hot code runs in a serving engine (`LEVEL_HEURISTICS`): which of its
-per-step names, loops and branches run once per request instead. They never make code hot or cold, so a
+"""The heuristics that say how often hot code runs in a serving engine or a diffusion pipeline (`LEVEL_HEURISTICS`):
+which of its per-step names, loops and branches run once per request instead. They never make code hot or cold, so a
 finding keeps its verdict without them; switched off, it claims "per step" where it runs once per request.
 Their evidence rows are per-request sites of `benchmarks/engine_labels.tsv` they make a finding claim truly;
 `benchmarks/level_claims.py` measures every claim against the labels. Part of the registry of
@@ -12,6 +12,7 @@ from typing import Tuple
 from h2dlint.facts.heuristic_types import Effect, Group, Heuristic
 
 _HOT = Effect.HOT
+VAE = "hot-per-request-vae"  # the one class heuristic of the diffusion preset, not serving's
 
 LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
     Heuristic(
@@ -47,6 +48,16 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         # Matched against the simple names of a class's bases, as written.
         ("ProcessorMixin", "SequenceFeatureExtractor", "FeatureExtractionMixin", "ImageProcessingMixin",
          "BaseImageProcessor", "BaseImageProcessorFast", "BaseVideoProcessor"),
+    ),
+    Heuristic(
+        VAE, _HOT, Group.NAME,
+        "a diffusion pipeline encodes its images and decodes its latents with the VAE, and checks its output with a "
+        "safety checker, once per request, outside the denoising loop: their per-step names (`forward`, and what "
+        "it calls) run once per request; with the diffusion preset only, as a serving engine names no such classes",
+        ("Autoencoder*", "AsymmetricAutoencoder*", "*VAE", "*Vae", "VQModel", "*SafetyChecker"),
+        # Also labelled per request in `benchmarks/level_finding_labels.tsv` (stop 56): vq_model.py:154,
+        # autoencoder_tiny.py:193.
+        evidence=("diffusers pipelines/deepfloyd_if/safety_checker.py:32",),
     ),
     Heuristic(
         "hot-per-request-loop", _HOT, Group.LOOP,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple
 
 from h2dlint.facts.allowed_syncs import DEFAULT_SYNC_ALLOWED_CONTEXTS
-from h2dlint.facts.heuristic_levels import ENCODER_INPUTS
+from h2dlint.facts.heuristic_levels import ENCODER_INPUTS, VAE
 from h2dlint.facts.heuristics import (
     COLD_MODULES,
     COLD_NAMES,
@@ -168,12 +168,17 @@ class Settings:
 
     def per_request_class_heuristic(self, class_name: Optional[str]) -> Optional[str]:
         """The id of the heuristic that says the per-step names of class `class_name` run once per request
-        (`facts.heuristics.LEVEL_HEURISTICS`: serving's multimodal encoders), or None. The serving defaults
-        only: a trainer runs its vision encoder every step, a diffusion pipeline its video denoiser."""
+        (`facts.heuristics.LEVEL_HEURISTICS`: serving's multimodal encoders, a diffusion pipeline's VAE), or None.
+        Serving's encoders with the serving defaults only: a trainer runs its vision encoder every step, a
+        diffusion pipeline its video denoiser."""
         if class_name is None:
             return None
-        classes = (h for h in PER_REQUEST_CLASSES if self._serving_level(h.id))
+        classes = (h for h in PER_REQUEST_CLASSES if self._class_heuristic_applies(h.id))
         return next((h.id for h in classes if _is_class_of(h, class_name)), None)
+
+    def _class_heuristic_applies(self, heuristic: str) -> bool:
+        """Serving's encoder classes with the serving defaults; a diffusion pipeline's VAE with its preset."""
+        return self._diffusion_level(heuristic) if heuristic == VAE else self._serving_level(heuristic)
 
     def encoder_by_input(self, first_input: Optional[str]) -> bool:
         """Whether a module whose `forward` takes `first_input` first is a multimodal encoder, whose per-step

@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Dict, FrozenSet, Set, Tuple
 
 from h2dlint.checker.call_graph import CallGraph
+from h2dlint.facts.heuristic_levels import VAE
 from h2dlint.facts.settings import PROCESSOR, Settings
 from h2dlint.facts.summary import CallKind
 
@@ -59,7 +60,7 @@ def _encoder_parts(built_by: Dict[str, Set[str]], settings: Settings, by_input: 
         name: owners for name, owners in built_by.items() if not settings.runs_per_step_in_any_case(name)
     }
     encoders = {owner for owners in candidates.values() for owner in owners
-                if owner in by_input or settings.per_request_class_heuristic(owner) is not None}
+                if owner in by_input or settings.per_request_class_heuristic(owner) not in (None, VAE)}
     return _parts(candidates, encoders)
 
 
