@@ -101,7 +101,9 @@ SEGMENTS = """\
 import torch
 
 class AnimatePipeline:
-    def __call__(self, timesteps, num_segments, frames, dev):
+    def __call__(self, timesteps, num_segments, frames, refs, dev):
+        for ref in refs:
+            r = torch.tensor([ref], device=dev)  # once per reference image: beside the denoising loop
         for segment in range(num_segments):
             start = torch.tensor([segment], device=dev)  # once per segment of the request
             self.prepare_segment(segment, dev)
@@ -109,33 +111,64 @@ class AnimatePipeline:
                 pad = torch.tensor([frame], device=dev)  # per frame of a segment: per request too
             for i, t in enumerate(timesteps):
                 ids = torch.tensor([i], device=dev)  # per denoising step
-        for k in range(3):
-            def later():
-                for t in timesteps:
-                    pass
-            tail = torch.tensor([k], device=dev)  # a loop of `__call__` that holds no denoising loop
 
     def prepare_segment(self, segment, dev):
         return torch.tensor([segment], device=dev)
 """
 
 
-def test_a_loop_of_a_pipeline_around_its_denoising_loop_repeats_per_request():
+def test_a_pipelines_loops_beside_and_around_its_denoising_loop_repeat_per_request():
     found = {d.span.row: d for d in check_source(SEGMENTS, Settings(preset="diffusion"))}
     levels = {row: d.level for row, d in found.items()}
-    assert levels == {6: "per-request", 9: "per-request", 11: "per-step", 16: "per-step", 19: "per-request"}
-    assert "in a loop around a denoising loop at line 5" in found[6].message
-    assert "in a loop around a denoising loop at line 5" in found[9].message  # the loop it sits in is inside it
-    assert "in a denoising loop at line 10" in found[11].message
-    assert "called in a loop around a denoising loop at line 5 of `AnimatePipeline.__call__`" in found[19].message
-    # The denoising loop of a function it defines is no loop of its own; its loop is taken for the steps.
-    assert "in a loop at line 12" in found[16].message
+    assert levels == {6: "per-request", 8: "per-request", 11: "per-request", 13: "per-step", 16: "per-request"}
+    assert "in a per-request loop at line 5" in found[6].message
+    assert "in a per-request loop at line 7" in found[8].message
+    assert "in a per-request loop at line 10" in found[11].message  # a loop of `__call__` too
+    assert "in a denoising loop at line 12" in found[13].message
+    assert "called in a per-request loop at line 7 of `AnimatePipeline.__call__`" in found[16].message
 
 
 def test_without_the_denoising_loop_heuristic_a_pipelines_loops_are_its_steps():
     found = check_source(SEGMENTS, Settings(preset="diffusion", disable_heuristics=("hot-denoising-loop",)))
-    assert {d.span.row: d.level for d in found} == {6: "per-step", 9: "per-step", 11: "per-step", 16: "per-step",
-                                                     19: "per-step"}
+    assert {d.span.row: d.level for d in found} == {6: "per-step", 8: "per-step", 11: "per-step", 13: "per-step",
+                                                     16: "per-step"}
+
+
+def test_a_pipeline_whose_denoising_loop_is_not_known_keeps_its_loops_per_step():
+    """A discrete diffusion pipeline refines until done (`while not finished:`), and the timesteps loop of a
+    function it defines is no loop of its own: its loops stay taken for its steps."""
+    source = """\
+import torch
+
+class RefinePipeline:
+    def __call__(self, blocks, dev):
+        for block in blocks:
+            done = torch.tensor([block], device=dev)
+            while not done:
+                step = torch.tensor([0], device=dev)
+        def later(timesteps):
+            for t in timesteps:
+                pass
+"""
+    found = {d.span.row: d.level for d in check_source(source, Settings(preset="diffusion"))}
+    assert found == {6: "per-step", 8: "per-step"}
+
+
+def test_a_while_loop_over_the_timesteps_is_a_denoising_loop():
+    source = """\
+import torch
+
+class ParallelPipeline:
+    def __call__(self, scheduler, refs, dev):
+        for ref in refs:
+            r = torch.tensor([ref], device=dev)
+        begin = 0
+        while begin < len(scheduler.timesteps):
+            ids = torch.tensor([begin], device=dev)
+"""
+    found = {d.span.row: d for d in check_source(source, Settings(preset="diffusion"))}
+    assert {row: d.level for row, d in found.items()} == {6: "per-request", 9: "per-step"}
+    assert "in a denoising loop at line 8" in found[9].message
 
 
 VAE = """\

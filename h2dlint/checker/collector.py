@@ -356,7 +356,7 @@ class _Collector(Walk, PropertyReads):
             loop_over_requests=bool(loops) and loops[-1][0] is LoopKind.REQUESTS,
             in_service_loop=bool(loops) and loops[-1][0] is LoopKind.SERVICE,
             in_denoising_loop=bool(loops) and loops[-1][0] is LoopKind.STEPS,
-            around_denoising_loop=bool(loops) and loops[-1][0] is LoopKind.AROUND_STEPS,
+            in_per_request_loop=bool(loops) and loops[-1][0] is LoopKind.PER_REQUEST,
             one_time=self.context.one_time,
             per_miss=self.context.per_miss,
             multimodal_branch=self.context.multimodal_branch,

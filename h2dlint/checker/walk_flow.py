@@ -84,7 +84,7 @@ class FlowWalk:
     def _visit_while(self, node: ast.While) -> None:
         loops = self._frames[-1].loops
         service = runs_until_stopped(node, self._service_loop_names)
-        kind = LoopKind.AROUND_STEPS if self._holds_denoising_loop(node) else LoopKind.LOOP
+        kind = self._while_kind(node)
         loops.append(self._within_denoising((LoopKind.SERVICE if service else kind, node.lineno)))
         self._check_test(node.test)  # the test runs once per iteration too
         self._visit_all([node.test, *node.body])
@@ -94,30 +94,38 @@ class FlowWalk:
     def _for_kind(self, node: Union[ast.For, ast.AsyncFor]) -> LoopKind:
         if iterates_timesteps(node.iter, self._denoising_loop_names):
             return LoopKind.STEPS
-        if self._holds_denoising_loop(node):
-            return LoopKind.AROUND_STEPS
+        if self._beside_a_denoising_loop():
+            return LoopKind.PER_REQUEST
         over_requests = iterates_requests(node.target, node.iter, self._request_loop_names)
         return LoopKind.REQUESTS if over_requests else LoopKind.LOOP
 
+    def _while_kind(self, node: ast.While) -> LoopKind:
+        if iterates_timesteps(node.test, self._denoising_loop_names):  # `while i < len(timesteps):`
+            return LoopKind.STEPS
+        return LoopKind.PER_REQUEST if self._beside_a_denoising_loop() else LoopKind.LOOP
+
     def _within_denoising(self, region: LoopRegion) -> LoopRegion:
         """`region`, or the denoising loop around it: what runs in a loop inside one runs at least once per step;
-        or the loop around a denoising loop that holds it, unless it is that denoising loop or another such."""
+        or the per-request loop of a pipeline that holds it, unless it is a denoising loop or another such."""
         loops = self._frames[-1].loops
         around = loops[-1] if loops else None
         if around is None or around[0] not in _DENOISING:
             return region
         return around if around[0] is LoopKind.STEPS or region[0] not in _DENOISING else region
 
-    def _holds_denoising_loop(self, loop: Union[ast.For, ast.AsyncFor, ast.While]) -> bool:
-        """Whether `loop`, in a function whose loops are taken for its denoising steps (a pipeline's `__call__`:
-        `Settings.loops_taken_for_steps`), holds a denoising loop: it repeats the denoising per request."""
+    def _beside_a_denoising_loop(self) -> bool:
+        """Whether the function walked, one whose loops are taken for its denoising steps (a pipeline's `__call__`:
+        `Settings.loops_taken_for_steps`), has a denoising loop: then its other loops (over reference images,
+        video segments, which may hold that denoising loop) repeat per request."""
         frame = self._frames[-1]
         if frame.kind is not FrameKind.FUNCTION or frame.node is None or not self._denoising_loop_names:
             return False
-        class_name = frame.method_of.rsplit(".", 1)[-1] if frame.method_of else None
-        if not self._settings.loops_taken_for_steps(frame.node.name, class_name):
-            return False
-        return any(iterates_timesteps(inner.iter, self._denoising_loop_names) for inner in _loops_in(loop.body))
+        if frame.has_denoising_loop is None:
+            class_name = frame.method_of.rsplit(".", 1)[-1] if frame.method_of else None
+            frame.has_denoising_loop = self._settings.loops_taken_for_steps(frame.node.name, class_name) and any(
+                iterates_timesteps(_repeated(loop), self._denoising_loop_names) for loop in _loops_in(frame.node.body)
+            )
+        return frame.has_denoising_loop
 
     def _visit_comprehension(self, node: _Comprehension) -> None:
         """The element and the filters run per item; the outermost iterable runs once."""
@@ -238,16 +246,21 @@ def _typed_as(types: Dict[str, str], name: str, written: str) -> Iterator[None]:
             types[name] = before
 
 
-_DENOISING = (LoopKind.STEPS, LoopKind.AROUND_STEPS)
+_DENOISING = (LoopKind.STEPS, LoopKind.PER_REQUEST)
 
 
-def _loops_in(body: Sequence[ast.stmt]) -> Iterator[Union[ast.For, ast.AsyncFor]]:
-    """The `for` loops in `body`, nested ones too, but not those of the functions and classes it defines."""
+def _repeated(loop: Union[ast.For, ast.AsyncFor, ast.While]) -> ast.expr:
+    """What decides how often `loop` repeats: what a `for` iterates, the test of a `while`."""
+    return loop.test if isinstance(loop, ast.While) else loop.iter
+
+
+def _loops_in(body: Sequence[ast.stmt]) -> Iterator[Union[ast.For, ast.AsyncFor, ast.While]]:
+    """The loops in `body`, nested ones too, but not those of the functions and classes it defines."""
     pending: List[ast.AST] = list(body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        if isinstance(node, (ast.For, ast.AsyncFor)):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             yield node
         pending.extend(ast.iter_child_nodes(node))

@@ -128,8 +128,8 @@ def site_level(site: Site, owner: Optional[Heat]) -> Optional[str]:
             return PER_REQUEST
         if site.loop[0] is LoopKind.STEPS:
             return PER_STEP
-        if site.loop[0] is LoopKind.AROUND_STEPS and owner is not None and owner.hot:
-            return owner.level  # a pipeline's `__call__` repeating its denoising per video segment: per request
+        if site.loop[0] is LoopKind.PER_REQUEST and owner is not None and owner.hot:
+            return owner.level  # a pipeline's `__call__` looping over video segments: per request
         if owner is not None and owner.hot:
             return owner.loop_level
         return PER_REQUEST if site.loop[0] is LoopKind.REQUESTS else PER_STEP

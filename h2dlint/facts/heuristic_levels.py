@@ -65,8 +65,9 @@ LEVEL_HEURISTICS: Tuple[Heuristic, ...] = (
         "repeats per request, not per step (a denoising loop aside: `hot-denoising-loop`); in a serving engine, "
         "and in a diffusion pipeline's per-request code (`encode_prompt`, `prepare_latents`, a modular block's "
         "`__call__`, any helper its `__call__` calls outside its loops) over its prompts, conditions and images. "
-        "A pipeline's `__call__` is the exception: its loops are taken for its denoising steps, but for a loop "
-        "around a denoising loop (over video segments or pyramid stages)",
+        "A pipeline's `__call__` is the exception: its loops are taken for its denoising steps, unless it has a "
+        "loop over the timesteps (`hot-denoising-loop`): then its other loops (over control images, video "
+        "segments, pyramid stages) repeat per request",
         evidence=(
             "sglang models/deepseek_v4.py:4814",
             "sglang models/cohere2_vision.py:161",

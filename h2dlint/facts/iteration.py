@@ -88,9 +88,9 @@ def _iterated_names(iterable: ast.expr) -> Iterator[str]:
 
 
 def iterates_timesteps(iterable: ast.expr, patterns: Sequence[str]) -> bool:
-    """Whether a `for` loop is a denoising loop (`hot-denoising-loop`): a name anywhere in what it iterates
-    (`timesteps`, `self.progress_bar(self.scheduler.timesteps)`, `range(len(timesteps))`) matches one of
-    `patterns`."""
+    """Whether a loop is a denoising loop (`hot-denoising-loop`): a name anywhere in what a `for` iterates
+    (`timesteps`, `self.progress_bar(self.scheduler.timesteps)`, `range(len(timesteps))`), or in the test of a
+    `while` (`begin < len(scheduler.timesteps)`), matches one of `patterns`."""
     if not patterns:
         return False
     matches = glob_matcher(tuple(patterns))

@@ -211,8 +211,8 @@ class Settings:
     def loops_taken_for_steps(self, name: str, class_name: Optional[str] = None) -> bool:
         """Whether function `name` (of `class_name`), which runs once per request, is an exception of
         `hot-per-request-loop`, whose loops are taken for its denoising steps (a pipeline's `__call__`): what it
-        calls outside its loops (`prepare_image`) loops over the request's items all the same, and so does a
-        loop of its own around a denoising loop (over video segments)."""
+        calls outside its loops (`prepare_image`) loops over the request's items all the same, and so do its
+        loops other than a denoising loop where it has one (`hot-denoising-loop`)."""
         return self._per_request_loops() and _matches_any(name, class_name, PER_REQUEST_LOOP.exceptions)
 
     def _per_request_loops(self) -> bool:

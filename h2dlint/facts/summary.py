@@ -30,9 +30,9 @@ class LoopKind(Enum):
     SERVICE = "service loop"  # `while True:`, `while not self._stop.is_set():` (`hot-service-loop`)
     # `for t in timesteps:`, and every loop or comprehension inside it, which take its line (`hot-denoising-loop`)
     STEPS = "denoising loop"
-    # A loop of a pipeline's `__call__` that holds a denoising loop (over video segments), and every loop inside it
-    # but that denoising loop: once per request (`hot-per-request-loop`)
-    AROUND_STEPS = "loop around a denoising loop"
+    # A loop of a pipeline's `__call__` beside or around its denoising loop (over reference images, video segments),
+    # and every loop inside it but a denoising loop: per request (`hot-per-request-loop`)
+    PER_REQUEST = "per-request loop"
     COMPREHENSION = "comprehension"  # the element and filters of a comprehension or generator
 
 
@@ -139,7 +139,7 @@ class CallRef(NamedTuple):
     loop_over_requests: bool = False  # that loop goes over requests (`facts.iteration.iterates_requests`)
     in_service_loop: bool = False  # that loop runs until the process stops (`facts.iteration.runs_until_stopped`)
     in_denoising_loop: bool = False  # a loop over a diffusion schedule's timesteps holds it (`iterates_timesteps`)
-    around_denoising_loop: bool = False  # a loop around one holds it, and no denoising loop does (`AROUND_STEPS`)
+    in_per_request_loop: bool = False  # a pipeline's loop other than its denoising loop holds it (`PER_REQUEST`)
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     # The id of the one-time guard around the call (`if self._x is None:`: `one-time-guard-none`), if any:
     # such a call spreads no heat

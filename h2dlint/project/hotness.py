@@ -244,7 +244,7 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
         caller = (module, call.caller)
         if call.in_denoising_loop:
             root = loop_root(module, call, PER_STEP)
-        elif call.around_denoising_loop:  # only a pipeline's `__call__`, which runs per request, holds one
+        elif call.in_per_request_loop:  # only a pipeline's `__call__`, which runs per request, has one
             root = loop_root(module, call, PER_REQUEST)
         elif call.loop_over_requests:
             root = loop_root(module, call, PER_REQUEST)

@@ -133,8 +133,8 @@ def _loop_kind(call: CallRef) -> Tuple[LoopKind, str]:
     """The kind of loop a call is made in, and the heuristic that makes what it calls hot."""
     if call.in_denoising_loop:
         return LoopKind.STEPS, "hot-denoising-loop"
-    if call.around_denoising_loop:
-        return LoopKind.AROUND_STEPS, "hot-called-in-loop"
+    if call.in_per_request_loop:
+        return LoopKind.PER_REQUEST, "hot-called-in-loop"
     if call.loop_over_requests:
         return LoopKind.REQUESTS, "hot-per-request-loop-over-requests"
     if call.in_service_loop:

@@ -52,6 +52,7 @@ class Frame:
     stream_work: Optional[str] = None  # memo of `stream_work_in(node)`; "" when there is none
     types: Dict[str, str] = field(default_factory=dict)  # locals of known class (see `receivers.local_types`)
     method_of: Optional[str] = None  # the class, for methods
+    has_denoising_loop: Optional[bool] = None  # memo of `FlowWalk._beside_a_denoising_loop`, for functions
 
 
 class Context:
