@@ -188,6 +188,9 @@ def test_a_diffusion_pipelines_vae_runs_once_per_request():
     found = {d.span.row: d for d in check_source(VAE, Settings(preset="diffusion"))}
     assert {row: d.level for row, d in found.items()} == {5: "per-request", 9: "per-step"}
     assert found[5].heuristic == "hot-per-request-vae"
+    assert "`AutoencoderTiny.forward` runs once per request (a diffusion pipeline's VAE or safety checker)" in (
+        found[5].message
+    )
     switched_off = Settings(preset="diffusion", disable_heuristics=("hot-per-request-vae",))
     assert {d.level for d in check_source(VAE, switched_off)} == {"per-step"}
     assert {d.level for d in check_source(VAE, Settings())} == {"per-step"}  # serving names no VAE

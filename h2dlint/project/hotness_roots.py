@@ -10,6 +10,7 @@ from typing import AbstractSet, Iterator, Mapping, Optional, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key
+from h2dlint.facts.heuristic_levels import VAE
 from h2dlint.facts.settings import PROCESSOR, Settings
 from h2dlint.facts.summary import MODULE, CallRef, FunctionInfo, LoopKind, Marker, ModuleSummary
 from h2dlint.project.encoder_parts import ENCODER, class_parts
@@ -82,7 +83,7 @@ def _named_root(
     if by_name or by_class is not None or part:
         origin = f"`{HERE}{qualname}` runs once per request"
         if by_class is not None:
-            origin, heuristic = f"{origin} (a multimodal encoder or projector)", by_class
+            origin, heuristic = f"{origin} ({_CLASS_KINDS.get(by_class, _ENCODER_KIND)})", by_class
         elif part:
             origin, heuristic = f"{origin} ({parts[class_name]})", ENCODER  # type: ignore[index]
         loops = PER_REQUEST if settings.loops_repeat_per_request(function.name, class_name) else PER_STEP
@@ -93,6 +94,11 @@ def _named_root(
             callee_loop_level=callees, on_arrival=on_arrival,
         )
     return _hot(f"`{HERE}{qualname}` runs per step", "per step", module, heuristic)
+
+
+# What a class that a per-request class heuristic names is, as a message says it.
+_ENCODER_KIND = "a multimodal encoder or projector"
+_CLASS_KINDS = {VAE: "a diffusion pipeline's VAE or safety checker"}
 
 
 def _processor_heuristic(
