@@ -128,6 +128,22 @@ def test_a_pipelines_loops_beside_and_around_its_denoising_loop_repeat_per_reque
     assert "called in a per-request loop at line 7 of `AnimatePipeline.__call__`" in found[16].message
 
 
+def test_a_comprehension_of_a_pipeline_beside_its_denoising_loop_runs_per_request():
+    source = """\
+import torch
+
+class DepthPipeline:
+    def __call__(self, timesteps, images, dev):
+        for t in timesteps:
+            x = torch.tensor([t], device=dev)
+            ys = [torch.tensor([i], device=dev) for i in images]  # inside the denoising loop: per step
+        return [torch.tensor([i], device=dev) for i in images]  # after it, once per image
+"""
+    found = {d.span.row: d for d in check_source(source, Settings(preset="diffusion"))}
+    assert {row: d.level for row, d in found.items()} == {6: "per-step", 7: "per-step", 8: "per-request"}
+    assert "in a per-request loop at line 8" in found[8].message
+
+
 def test_without_the_denoising_loop_heuristic_a_pipelines_loops_are_its_steps():
     found = check_source(SEGMENTS, Settings(preset="diffusion", disable_heuristics=("hot-denoising-loop",)))
     assert {d.span.row: d.level for d in found} == {6: "per-step", 8: "per-step", 11: "per-step", 13: "per-step",

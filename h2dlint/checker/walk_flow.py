@@ -104,6 +104,12 @@ class FlowWalk:
             return LoopKind.STEPS
         return LoopKind.PER_REQUEST if self._beside_a_denoising_loop() else LoopKind.LOOP
 
+    def _comprehension_kind(self) -> LoopKind:
+        """A comprehension of a pipeline's `__call__` outside its loops, beside its denoising loop, goes over the
+        request's items as its other loops do."""
+        loops = self._frames[-1].loops
+        return LoopKind.PER_REQUEST if not loops and self._beside_a_denoising_loop() else LoopKind.COMPREHENSION
+
     def _within_denoising(self, region: LoopRegion) -> LoopRegion:
         """`region`, or the denoising loop around it: what runs in a loop inside one runs at least once per step;
         or the per-request loop of a pipeline that holds it, unless it is a denoising loop or another such."""
@@ -132,7 +138,7 @@ class FlowWalk:
         self._names.note_comprehension(node)
         # A generator's parentheses may be a call's (`sum(x for x in y)`), so it is placed at its element.
         line = node.elt.lineno if isinstance(node, ast.GeneratorExp) else node.lineno
-        region = (LoopKind.COMPREHENSION, line)
+        region = (self._comprehension_kind(), line)
         first, *inner = node.generators
         elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         if not inner and self._is_fixed_iteration(first.iter):

@@ -30,8 +30,8 @@ class LoopKind(Enum):
     SERVICE = "service loop"  # `while True:`, `while not self._stop.is_set():` (`hot-service-loop`)
     # `for t in timesteps:`, and every loop or comprehension inside it, which take its line (`hot-denoising-loop`)
     STEPS = "denoising loop"
-    # A loop of a pipeline's `__call__` beside or around its denoising loop (over reference images, video segments),
-    # and every loop inside it but a denoising loop: per request (`hot-per-request-loop`)
+    # A loop or comprehension of a pipeline's `__call__` beside or around its denoising loop (over reference images,
+    # video segments), and every loop inside it but a denoising loop: per request (`hot-per-request-loop`)
     PER_REQUEST = "per-request loop"
     COMPREHENSION = "comprehension"  # the element and filters of a comprehension or generator
 
