@@ -84,25 +84,22 @@ class FlowWalk:
     def _visit_while(self, node: ast.While) -> None:
         loops = self._frames[-1].loops
         service = runs_until_stopped(node, self._service_loop_names)
-        kind = self._while_kind(node)
-        loops.append(self._within_denoising((LoopKind.SERVICE if service else kind, node.lineno)))
+        kind = LoopKind.SERVICE if service else self._denoising_kind(node) or LoopKind.LOOP
+        loops.append(self._within_denoising((kind, node.lineno)))
         self._check_test(node.test)  # the test runs once per iteration too
         self._visit_all([node.test, *node.body])
         loops.pop()
         self._visit_all(node.orelse)
 
     def _for_kind(self, node: Union[ast.For, ast.AsyncFor]) -> LoopKind:
-        if iterates_timesteps(node.iter, self._denoising_loop_names):
-            return LoopKind.STEPS
-        if self._beside_a_denoising_loop():
-            return LoopKind.PER_REQUEST
         over_requests = iterates_requests(node.target, node.iter, self._request_loop_names)
-        return LoopKind.REQUESTS if over_requests else LoopKind.LOOP
+        return self._denoising_kind(node) or (LoopKind.REQUESTS if over_requests else LoopKind.LOOP)
 
-    def _while_kind(self, node: ast.While) -> LoopKind:
-        if iterates_timesteps(node.test, self._denoising_loop_names):  # `while i < len(timesteps):`
+    def _denoising_kind(self, loop: Union[ast.For, ast.AsyncFor, ast.While]) -> Optional[LoopKind]:
+        """A denoising loop (`while i < len(timesteps):` too), or a pipeline's other loop beside one; else None."""
+        if iterates_timesteps(_repeated(loop), self._denoising_loop_names):
             return LoopKind.STEPS
-        return LoopKind.PER_REQUEST if self._beside_a_denoising_loop() else LoopKind.LOOP
+        return LoopKind.PER_REQUEST if self._beside_a_denoising_loop() else None
 
     def _comprehension_kind(self) -> LoopKind:
         """A comprehension of a pipeline's `__call__` outside its loops, beside its denoising loop, goes over the
