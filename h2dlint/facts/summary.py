@@ -136,10 +136,9 @@ class CallRef(NamedTuple):
     owner: Optional[str]  # the plain name X for CallKind.ATTR
     line: int
     loop_line: Optional[int]  # innermost loop around the call, within the caller
-    loop_over_requests: bool = False  # that loop goes over requests (`facts.iteration.iterates_requests`)
-    in_service_loop: bool = False  # that loop runs until the process stops (`facts.iteration.runs_until_stopped`)
-    in_denoising_loop: bool = False  # a loop over a diffusion schedule's timesteps holds it (`iterates_timesteps`)
-    in_per_request_loop: bool = False  # a pipeline's loop other than its denoising loop holds it (`PER_REQUEST`)
+    # What that loop is: one over requests (`facts.iteration.iterates_requests`), a service loop
+    # (`runs_until_stopped`), a denoising loop (`iterates_timesteps`), a pipeline's other loop, ...
+    loop_kind: Optional[LoopKind] = None
     capture_line: Optional[int] = None  # the `with torch.cuda.graph(...)` around the call, within the caller
     # The id of the one-time guard around the call (`if self._x is None:`: `one-time-guard-none`), if any:
     # such a call spreads no heat

@@ -46,7 +46,7 @@ from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key, module_prefix
 from h2dlint.facts.heuristic_modules import UNREPORTED_BECAUSE
 from h2dlint.facts.settings import Settings
-from h2dlint.facts.summary import MODULE, FunctionInfo, Marker, ModuleSummary
+from h2dlint.facts.summary import MODULE, FunctionInfo, LoopKind, Marker, ModuleSummary
 from h2dlint.project.hotness_roots import class_name_of, loop_root, marked_heat, named_roots
 
 
@@ -242,18 +242,14 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
         if (module, call.caller) in cold or (module, call.caller) in taken:
             continue
         caller = (module, call.caller)
-        if call.in_denoising_loop:
-            root = loop_root(module, call, PER_STEP)
-        elif call.in_per_request_loop:  # only a pipeline's `__call__`, which runs per request, has one
-            root = loop_root(module, call, PER_REQUEST)
-        elif call.loop_over_requests:
-            root = loop_root(module, call, PER_REQUEST)
+        if call.loop_kind in _LOOP_LEVELS:
+            root = loop_root(module, call, _LOOP_LEVELS[call.loop_kind])
         elif caller in loop_levels:
             root = loop_root(module, call, loop_levels[caller])
         elif caller in reached and reached[caller].loop_level == PER_REQUEST:
             root = loop_root(module, call, PER_REQUEST, f" ({reached[caller].tag})")
         else:
-            alone = caller not in reached and not call.in_service_loop
+            alone = caller not in reached and call.loop_kind is not LoopKind.SERVICE
             root = replace(loop_root(module, call), loop_alone=alone)
         # A loop that calls the function it is in walks a tree (checkers, modules): it runs as often as the
         # outermost call, which the function's own callers decide.
@@ -262,6 +258,11 @@ def _hot_roots(graph: CallGraph, settings: Settings, cold: Dict[Key, Heat]) -> T
         loops.extend((callee, root) for callee in targets)
         taken.update(targets)
     return named, loops
+
+
+# How often a loop of this kind runs what it calls, whatever code holds it: a denoising loop per step; a loop over
+# requests, and a pipeline's loop beside its denoising loop (only a `__call__` run per request has one), per request.
+_LOOP_LEVELS = {LoopKind.STEPS: PER_STEP, LoopKind.REQUESTS: PER_REQUEST, LoopKind.PER_REQUEST: PER_REQUEST}
 
 
 def _reached_by(graph: CallGraph, cold: Dict[Key, Heat], roots: _Roots) -> Dict[Key, Heat]:

@@ -136,16 +136,18 @@ def loop_root(module: str, call: CallRef, level: str = PER_STEP, how_often: str 
 
 
 def _loop_kind(call: CallRef) -> Tuple[LoopKind, str]:
-    """The kind of loop a call is made in, and the heuristic that makes what it calls hot."""
-    if call.in_denoising_loop:
-        return LoopKind.STEPS, "hot-denoising-loop"
-    if call.in_per_request_loop:
-        return LoopKind.PER_REQUEST, "hot-called-in-loop"
-    if call.loop_over_requests:
-        return LoopKind.REQUESTS, "hot-per-request-loop-over-requests"
-    if call.in_service_loop:
-        return LoopKind.SERVICE, "hot-service-loop"
-    return LoopKind.LOOP, "hot-called-in-loop"
+    """The kind of loop a call is made in, as a message names it (a comprehension is a loop there), and the
+    heuristic that makes what it calls hot."""
+    kind = call.loop_kind if call.loop_kind in _CALLED_IN else LoopKind.LOOP
+    return kind, _CALLED_IN.get(kind, "hot-called-in-loop")
+
+
+# The loops a message names by their kind, and the heuristic that makes what they call hot where it is not
+# `hot-called-in-loop`.
+_CALLED_IN = {
+    LoopKind.STEPS: "hot-denoising-loop", LoopKind.PER_REQUEST: "hot-called-in-loop",
+    LoopKind.REQUESTS: "hot-per-request-loop-over-requests", LoopKind.SERVICE: "hot-service-loop",
+}
 
 
 def marked_heat(
