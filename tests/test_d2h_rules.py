@@ -189,3 +189,32 @@ def test_a_tensor_indexed_by_a_device_index_is_on_the_device():
             c = input_ids[keep].tolist()  # an index of unknown placement says nothing
     """
     assert codes(source) == [("HTD202", 7), ("HTD201", 8)]
+
+
+def test_activations_are_on_the_device_in_a_model_only():
+    # `placement-name-activation`: in a class that defines `forward` (or inherits it from one in the file),
+    # `hidden_states` and `inputs_embeds` are activations; a host copy, a host name, or code outside a model
+    # (an engine's output processing, which names its host copies alike) is not.
+    source = """
+        import torch
+
+        class Layer:
+            def forward(self, hidden_states):
+                return hidden_states
+
+        class VisionLayer(Layer):
+            def forward_vision(self, inputs_embeds, hidden_states, cpu_hidden_states):
+                a = inputs_embeds.sum().item()
+                host = hidden_states.cpu()
+                b = host.tolist()
+                c = cpu_hidden_states.tolist()
+                return a, b, c
+
+        class OutputProcessor:
+            def forward_output(self, hidden_states):
+                return hidden_states.tolist()
+
+        def forward_pool(hidden_states):
+            return hidden_states.tolist()
+    """
+    assert codes(source) == [("HTD201", 10), ("HTD205", 11)]

@@ -76,6 +76,17 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         True,
     ),
     (
+        "placement-name-activation",
+        """
+        import torch
+
+        class DecoderLayer:
+            def forward(self, hidden_states, visual_token_mask):
+                return hidden_states[visual_token_mask]
+        """,
+        True,
+    ),
+    (
         "placement-name-routing",
         """
         import torch

@@ -41,6 +41,13 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ),
     ),
     Heuristic(
+        "placement-name-activation", Effect.PLACEMENT, Group.CONVENTION,
+        "in a model (a class that defines `forward`, as an `nn.Module` does), `hidden_states` and `inputs_embeds` "
+        "are the activations its layers pass on, on the accelerator; a host name or provenance contradicts it: "
+        "unknown; not outside a model, where an engine's output processing names its host copies alike",
+        ("hidden_states", "*_hidden_states", "inputs_embeds"),
+    ),
+    Heuristic(
         "placement-name-routing", Effect.PLACEMENT, Group.CONVENTION,
         "a mixture-of-experts router picks each token's experts on the accelerator, from the router logits of "
         "the layer it runs in: `topk_ids`, `topk_idx`, `topk_weights` come out of its top-k there; a host name "

@@ -25,6 +25,7 @@ from h2dlint.facts.tensor_ops import SAME_PLACE_METHODS, VIEW_METHODS
 HOST_NAMES = "placement-name-host"
 DEVICE_NAMES = "placement-name-device"
 MODEL_OUTPUTS = "placement-name-model-output"
+ACTIVATIONS = "placement-name-activation"
 ROUTING = "placement-name-routing"
 TRAINING_SCALARS = "placement-name-training-scalar"
 TRAINING_FORWARD = "placement-parameter-training-forward"
@@ -52,6 +53,7 @@ class Conventions:
     configured_device: Tuple[str, ...]
     sibling: bool
     model_outputs: Tuple[str, ...] = ()  # `placement-name-model-output`: weighed after the host names
+    activations: Tuple[str, ...] = ()  # `placement-name-activation`: so are these, in a model's methods only
     routing: Tuple[str, ...] = ()  # `placement-name-routing`: so are these
     training_scalars: Tuple[str, ...] = ()  # `placement-name-training-scalar`: and these
     training_forward: bool = False  # `placement-parameter-training-forward` (`facts.placement_callers`)
@@ -72,8 +74,9 @@ class Conventions:
         name = last_name(expr)
         return glob_matcher(self.mask_names)(name) is not None
 
-    def placement(self, expr: ast.expr, known_names: KnownNames) -> Placement:
-        """What the name of `expr` (or of the tensor it slices) says; UNKNOWN when it says nothing."""
+    def placement(self, expr: ast.expr, known_names: KnownNames, in_model: bool = False) -> Placement:
+        """What the name of `expr` (or of the tensor it slices) says; UNKNOWN when it says nothing. `in_model`:
+        whether `expr` is read in a method of a model (a class that defines `forward`)."""
         while isinstance(expr, ast.Subscript):
             expr = expr.value
         if not isinstance(expr, (ast.Name, ast.Attribute)):
@@ -86,6 +89,7 @@ class Conventions:
             ((self.configured_host, CONFIGURED_HOST), (self.configured_device, CONFIGURED_DEVICE)),
             ((self.host, HOST_NAMES), (self.device, DEVICE_NAMES)),
             (((), HOST_NAMES), (self.model_outputs, MODEL_OUTPUTS)),
+            (((), HOST_NAMES), (self.activations if in_model else (), ACTIVATIONS)),
             (((), HOST_NAMES), (self.routing, ROUTING)),
             (((), HOST_NAMES), (self.training_scalars, TRAINING_SCALARS)),
         )
@@ -201,6 +205,7 @@ def conventions_from(settings: Settings) -> Conventions:
         configured_device=settings.accelerator_tensors,
         sibling=settings.enabled(SIBLING),
         model_outputs=patterns(MODEL_OUTPUTS),
+        activations=patterns(ACTIVATIONS),
         routing=patterns(ROUTING),
         training_scalars=BY_ID[TRAINING_SCALARS].patterns if settings.training_convention(TRAINING_SCALARS) else (),
         training_forward=settings.training_convention(TRAINING_FORWARD),

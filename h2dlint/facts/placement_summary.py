@@ -77,6 +77,7 @@ class ModulePlacements(
         self._functions = {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self._classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
         self._class_scopes: Dict[str, Bindings] = {}
+        self._models: Dict[str, bool] = {}  # class name -> whether it is a model (`_is_model`)
         self._function_scopes: Dict[int, Bindings] = {}  # by id of the function node
         self._assignments: Dict[str, Dict[str, List[Assignment]]] = {}
         self._summaries: Dict[Tuple[str, str], Placement] = {}  # (class or "", attribute or "()function")
@@ -112,7 +113,9 @@ class ModulePlacements(
             typed_attribute=lambda expr, depth: self.typed_attribute(expr, class_name, function, depth),
             returned=lambda call, depth: self.returned(call, class_name, depth, names, function),
             convention=lambda expr: self._conventions.placement(
-                expr, lambda name: self._names_in(class_name, function) if self._may_have_mirror(name) else frozenset()
+                expr,
+                lambda name: self._names_in(class_name, function) if self._may_have_mirror(name) else frozenset(),
+                self._is_model(class_name),
             ),
             appended=lambda name: self._appended(function).get(name, ()),
             tested=lambda expr: self._regions.tested(function, expr, names),
@@ -223,6 +226,16 @@ class ModulePlacements(
             seen.add(name)
             yield name
             pending.extend(b.id for b in self._classes[name].bases if isinstance(b, ast.Name))
+
+    def _is_model(self, class_name: Optional[str]) -> bool:
+        """Whether `class_name` is a model: a class of this file that defines `forward` or inherits it from one
+        here, as an `nn.Module` does (`placement-name-activation`)."""
+        if class_name is None or class_name not in self._classes:
+            return False
+        found = self._models.get(class_name)
+        if found is None:
+            found = self._models[class_name] = self._method_of(class_name, "forward")[0] is not None
+        return found
 
     # --- lists filled item by item -------------------------------------------------------------------------
 

@@ -136,8 +136,28 @@ class MaskIndexing(DeviceToHostRule):
             def select(hidden, lens):
                 return hidden[lens > 0]
             """),
+        # `hidden_states` outside a model: an engine's output processing names its host copies alike.
+        Valid("""
+            import torch
+
+            class OutputProcessor:
+                def process(self, hidden_states, keep_mask):
+                    return hidden_states[keep_mask]
+            """),
     )
     INVALID = (
+        # In a model (a class that defines `forward`), `hidden_states` are its activations, on the device.
+        Invalid(
+            """
+            import torch
+
+            class DecoderLayer:
+                def forward(self, hidden_states, visual_token_mask):
+                    return hidden_states[visual_token_mask]  # HTD202
+            """,
+            column=16,
+            reason="is named like a device tensor (`hidden_states`)",
+        ),
         # An index named as a mask is a boolean mask; a device tensor indexed with it syncs wherever the mask lives
         # (a host mask's indices are copied to the device from pageable memory).
         Invalid(
