@@ -17,6 +17,7 @@ from h2dlint.facts.reaching import Binding, Position, Span, end_of, outside_bloc
 from h2dlint.facts.syntax import child_nodes, isinstance_of, target_names, type_cast
 
 TORCH = "torch"
+NUMPY = "numpy"
 
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -31,6 +32,7 @@ class Bindings:
 
     torch_aliases: Dict[str, str] = field(default_factory=dict)
     other: Set[str] = field(default_factory=set)
+    numpy_aliases: Dict[str, str] = field(default_factory=dict)  # of names in `other`: `np` -> `numpy`
     is_class: bool = False
     # For function scopes: names bound exactly once, by a plain `name = value`, and that value.
     single_values: Dict[str, ast.expr] = field(default_factory=dict)
@@ -328,6 +330,8 @@ class _BindingCollector:
             self.bindings.torch_aliases[bound] = qualified
         else:
             self.bind(bound, where)
+            if qualified == NUMPY or qualified.startswith(NUMPY + "."):
+                self.bindings.numpy_aliases[bound] = qualified
 
 
 # The fields of compound statements that hold statement lists: a binding made in one may not reach code after it.

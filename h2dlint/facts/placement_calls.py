@@ -44,6 +44,8 @@ def placement_of_call(call: ast.Call, scope: PlacementScope, depth: int) -> Plac
     qualified = scope.names.qualify(call.func)
     if qualified is not None:
         return _torch_call(call, qualified, scope, depth)
+    if scope.names.is_numpy(call.func):  # `np.concatenate(...)`: NumPy computes on the host only
+        return _built(call, Place.PAGEABLE, f"is a NumPy array (`{short(call.func, 24)}(...)`)")
     if last_name(call.func) in _HELPERS:
         return _placed_by_device(call, scope, depth) or UNKNOWN
     if isinstance(call.func, ast.Attribute):

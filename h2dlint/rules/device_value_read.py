@@ -244,6 +244,15 @@ class DeviceValueRead(DeviceToHostRule):
                     print("odd lengths:", lens.tolist())
                     raise
             """),
+        # NumPy computes on the host: its arrays are no device tensors, whatever a model names them.
+        Valid("""
+            import numpy as np
+
+            class Model:
+                def forward(self, blocks):
+                    positions = np.concatenate(blocks, axis=1)
+                    return int(positions.max())
+            """),
     )
     INVALID = (
         # What a submodule the class builds returns is an activation, on the device (`placement-submodule-output`).
