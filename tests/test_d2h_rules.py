@@ -218,3 +218,29 @@ def test_activations_are_on_the_device_in_a_model_only():
             return hidden_states.tolist()
     """
     assert codes(source) == [("HTD201", 10), ("HTD205", 11)]
+
+
+def test_model_inputs_are_on_the_device_in_a_model_unless_numpy_or_torch_builds_them_on_the_host():
+    # `placement-name-model-input`: the runner moves `input_ids` and `positions` to the device before a model's
+    # forward; a NumPy array (`get_mrope_input_positions`) or `torch.tensor(tokens)` is on the host whatever its
+    # name, and a processor or scheduler (no `forward`) builds them on the host.
+    source = """
+        import numpy as np
+        import torch
+
+        class Model:
+            def forward(self, input_ids, positions):
+                a = input_ids.tolist()
+                b = int(positions.max())
+                return a, b
+
+            def forward_mrope(self, tokens, blocks):
+                positions = np.concatenate(blocks, axis=1).reshape(3, -1)
+                input_ids = torch.tensor(tokens)
+                return int(positions.max()), input_ids.tolist()
+
+        class Scheduler:
+            def forward_batch(self, input_ids):
+                return input_ids.tolist()
+    """
+    assert codes(source) == [("HTD201", 7), ("HTD201", 8)]

@@ -87,6 +87,17 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         True,
     ),
     (
+        "placement-name-model-input",
+        """
+        import torch
+
+        class Model:
+            def forward(self, input_ids, positions):
+                return int(positions.max())
+        """,
+        True,
+    ),
+    (
         "placement-name-routing",
         """
         import torch

@@ -26,6 +26,7 @@ HOST_NAMES = "placement-name-host"
 DEVICE_NAMES = "placement-name-device"
 MODEL_OUTPUTS = "placement-name-model-output"
 ACTIVATIONS = "placement-name-activation"
+MODEL_INPUTS = "placement-name-model-input"
 ROUTING = "placement-name-routing"
 TRAINING_SCALARS = "placement-name-training-scalar"
 TRAINING_FORWARD = "placement-parameter-training-forward"
@@ -54,6 +55,7 @@ class Conventions:
     sibling: bool
     model_outputs: Tuple[str, ...] = ()  # `placement-name-model-output`: weighed after the host names
     activations: Tuple[str, ...] = ()  # `placement-name-activation`: so are these, in a model's methods only
+    model_inputs: Tuple[str, ...] = ()  # `placement-name-model-input`: and these
     routing: Tuple[str, ...] = ()  # `placement-name-routing`: so are these
     training_scalars: Tuple[str, ...] = ()  # `placement-name-training-scalar`: and these
     training_forward: bool = False  # `placement-parameter-training-forward` (`facts.placement_callers`)
@@ -90,6 +92,7 @@ class Conventions:
             ((self.host, HOST_NAMES), (self.device, DEVICE_NAMES)),
             (((), HOST_NAMES), (self.model_outputs, MODEL_OUTPUTS)),
             (((), HOST_NAMES), (self.activations if in_model else (), ACTIVATIONS)),
+            (((), HOST_NAMES), (self.model_inputs if in_model else (), MODEL_INPUTS)),
             (((), HOST_NAMES), (self.routing, ROUTING)),
             (((), HOST_NAMES), (self.training_scalars, TRAINING_SCALARS)),
         )
@@ -206,6 +209,7 @@ def conventions_from(settings: Settings) -> Conventions:
         sibling=settings.enabled(SIBLING),
         model_outputs=patterns(MODEL_OUTPUTS),
         activations=patterns(ACTIVATIONS),
+        model_inputs=patterns(MODEL_INPUTS),
         routing=patterns(ROUTING),
         training_scalars=BY_ID[TRAINING_SCALARS].patterns if settings.training_convention(TRAINING_SCALARS) else (),
         training_forward=settings.training_convention(TRAINING_FORWARD),
