@@ -43,7 +43,7 @@ from typing import Callable, Optional, Tuple
 from h2dlint.facts.placement_conventions import ACTIVATIONS, MODEL_INPUTS, SIBLING, SUBMODULE
 from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import (
-    DISPUTED, EITHER, NO_TENSOR, UNKNOWN, Place, Placement, agree, agree_all, short,
+    DISPUTED, EITHER, NO_TENSOR, NUMPY, UNKNOWN, Place, Placement, agree, agree_all, short,
 )
 from h2dlint.facts.scopes import NameResolver
 from h2dlint.facts.syntax import index_parts
@@ -99,8 +99,8 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
         if tested is not None:  # `if seq_lens_cpu.is_cuda:` guards against a misuse the name rules out: unknown
             return agree(tested, scope.convention(expr))
     found = _provenance(expr, scope, depth)
-    if not isinstance(expr, (ast.Name, ast.Attribute)) or found is EITHER or found is DISPUTED:
-        return found  # `x[i]`: `x`'s name was weighed already, against its own provenance
+    if not isinstance(expr, (ast.Name, ast.Attribute)) or found is EITHER or found is DISPUTED or found is NUMPY:
+        return found  # `x[i]`: `x`'s name was weighed already, against its own provenance; none names the others
     named = scope.convention(expr)
     if named.place is Place.UNKNOWN or _shown_otherwise(found, named):
         return found

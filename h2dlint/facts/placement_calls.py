@@ -16,7 +16,9 @@ from h2dlint.facts.arguments import (
 )
 from h2dlint.facts.constructs import device_copy, is_host_device, is_pinned, looks_like_dtype, may_be_host_device
 from h2dlint.facts.placement import MAX_DEPTH, PlacementScope, arithmetic, placement_of
-from h2dlint.facts.placement_values import CYCLE, DISPUTED, EITHER, EMPTY, UNKNOWN, Place, Placement, agree_all, short
+from h2dlint.facts.placement_values import (
+    CYCLE, DISPUTED, EITHER, EMPTY, NUMPY, UNKNOWN, Place, Placement, agree_all, short,
+)
 from h2dlint.facts.syntax import attribute_looked_up, last_name, type_cast
 from h2dlint.facts.tensor_ops import BROADCASTING as _BROADCASTING
 from h2dlint.facts.tensor_ops import DATA_BUILDERS as _DATA
@@ -45,7 +47,7 @@ def placement_of_call(call: ast.Call, scope: PlacementScope, depth: int) -> Plac
     if qualified is not None:
         return _torch_call(call, qualified, scope, depth)
     if scope.names.is_numpy(call.func):  # `np.concatenate(...)`: NumPy computes on the host only
-        return _built(call, Place.PAGEABLE, f"is a NumPy array (`{short(call.func, 24)}(...)`)")
+        return NUMPY
     if last_name(call.func) in _HELPERS:
         return _placed_by_device(call, scope, depth) or UNKNOWN
     if isinstance(call.func, ast.Attribute):

@@ -67,6 +67,10 @@ DISPUTED = Placement(Place.UNKNOWN, "has evidence that disagrees")
 # `None`, as one alternative of several (`t.cpu() if c else None`, `x = None` then `if c: x = t.cpu()`): no tensor
 # at all, so a tensor operation on the value sees only the others, and a choice skips it.
 NO_TENSOR = Placement(Place.UNKNOWN, "is None")
+# What a NumPy function returns (`np.concatenate(...)`): host data, but no torch tensor, so PyTorch never copies
+# nor syncs on it (a `.to(dev)` of it would raise), and a name that says a device (`positions` in a model) is
+# overruled, not believed: no rule reports it.
+NUMPY = Placement(Place.UNKNOWN, "is a NumPy array")
 
 
 def agree(first: Placement, second: Placement) -> Placement:
