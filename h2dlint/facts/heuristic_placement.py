@@ -42,18 +42,18 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
     ),
     Heuristic(
         "placement-name-activation", Effect.PLACEMENT, Group.CONVENTION,
-        "in a model (a class that defines `forward`, as an `nn.Module` does), `hidden_states` and `inputs_embeds` "
-        "are the activations its layers pass on, on the accelerator; a host name contradicts it (unknown) and a "
-        "provenance overrules it; not outside a model, where an engine's output processing names its host copies "
-        "alike",
+        "in a model (a class that defines `forward`, as an `nn.Module` does), a local or parameter named "
+        "`hidden_states` or `inputs_embeds` holds the activations its layers pass on, on the accelerator; a host "
+        "name contradicts it (unknown) and a provenance overrules it; not outside a model, where an engine's output "
+        "processing names its host copies alike, nor for an object's field, which its class decides",
         ("hidden_states", "*_hidden_states", "inputs_embeds"),
     ),
     Heuristic(
         "placement-name-model-input", Effect.PLACEMENT, Group.CONVENTION,
-        "in a model (a class that defines `forward`), `input_ids` and `positions` are the step's inputs, which the "
-        "runner has moved to the accelerator before the forward; a host name contradicts it (unknown) and a "
-        "provenance (a NumPy array, `torch.tensor(tokens)`) overrules it; not outside a model, where processors "
-        "and schedulers build them on the host",
+        "in a model (a class that defines `forward`), a local or parameter named `input_ids` or `positions` holds "
+        "the step's inputs, which the runner has moved to the accelerator before the forward; a host name "
+        "contradicts it (unknown) and a provenance (a NumPy array, `torch.tensor(tokens)`) overrules it; not "
+        "outside a model, where processors and schedulers build them on the host, nor for an object's field",
         ("input_ids", "positions"),
     ),
     Heuristic(

@@ -78,11 +78,13 @@ class Conventions:
 
     def placement(self, expr: ast.expr, known_names: KnownNames, in_model: bool = False) -> Placement:
         """What the name of `expr` (or of the tensor it slices) says; UNKNOWN when it says nothing. `in_model`:
-        whether `expr` is read in a method of a model (a class that defines `forward`)."""
+        whether `expr` is read in a method of a model (a class that defines `forward`), where a local's name
+        (`hidden_states`, `positions`) says more; an object's field (`batch.positions`) is its class's business."""
         while isinstance(expr, ast.Subscript):
             expr = expr.value
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return UNKNOWN
+        in_model = in_model and isinstance(expr, ast.Name)
         name = last_name(expr)
         configured = self.configured_host or self.configured_device
         written = ast.unparse(expr) if configured else name  # only the project's globs see the whole expression
