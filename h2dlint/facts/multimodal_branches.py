@@ -5,8 +5,8 @@ A serving engine's language model takes its multimodal inputs in the prefill of 
 (each decode step) skips the branch, so what it runs, and what it calls, runs once per request, not per step.
 A test is such a presence test when it, or one of the operands of an `and`, asks whether a local named like
 multimodal input (`MULTIMODAL_INPUTS`) is there: `x is not None`, `x` alone, `len(x) > 0` (or `!= 0`, `>= 1`),
-`len(x)`, `x.any()`. `is None`, `not x` and `or` say the opposite or nothing: the branch they guard is not taken
-to be per request. But an early return on their absence (`if pixel_values is None and image_embeds is None: return
+`len(x)`, `x.any()`; or whether a batch carries it (`forward_batch.contains_mm_inputs()`). `is None`, `not x`
+and `or` say the opposite or nothing: the branch they guard is not taken to be per request. But an early return on their absence (`if pixel_values is None and image_embeds is None: return
 None`, vLLM's `_parse_and_validate_image_input`) makes the rest of the function such a branch
 (`returns_unless_multimodal`). Serving defaults only (`Settings.multimodal_branches_per_request`): a trainer takes its
 images every step.
@@ -25,6 +25,11 @@ HEURISTIC = "hot-per-request-multimodal-branch"
 # `*image*` would take in config flags set every step. Attributes are left out: a request's `req.mm_inputs`
 # stays set for every step of its life.
 MULTIMODAL_INPUTS = BY_ID[HEURISTIC].patterns
+# The methods by which a batch or request says it carries such input: sglang's `forward_batch.contains_mm_inputs()`
+# (`ForwardBatch`, `ScheduleBatch`, `GenerateReqInput`), and its image, audio and video forms. Evidence: sglang
+# `models/midashenglm.py:578`, whose debug logging of a batch's audio tokens runs in audio prefills only.
+PRESENCE_METHODS = ("contains_mm_input", "contains_mm_inputs", "contains_image_inputs", "contains_audio_inputs",
+                    "contains_video_inputs")
 
 
 def tests_multimodal_presence(test: ast.expr) -> bool:
@@ -68,8 +73,11 @@ def _present(test: ast.expr) -> Optional[ast.expr]:
             return _multimodal(_len_argument(test.left))
         return None
     if isinstance(test, ast.Call):
-        if isinstance(test.func, ast.Attribute) and test.func.attr == "any" and not (test.args or test.keywords):
-            return _multimodal(test.func.value)
+        asks = isinstance(test.func, ast.Attribute) and not (test.args or test.keywords)
+        if asks and test.func.attr == "any":  # type: ignore[union-attr]
+            return _multimodal(test.func.value)  # type: ignore[union-attr]
+        if asks and test.func.attr in PRESENCE_METHODS:  # type: ignore[union-attr]
+            return test
         return _multimodal(_len_argument(test))
     return _multimodal(test)
 
