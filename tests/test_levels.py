@@ -333,6 +333,34 @@ def test_which_early_returns_leave_the_rest_to_multimodal_input(test, level):
     assert {d.span.row: d.level for d in check_source(source, Settings())}[13] == level
 
 
+def test_a_call_only_with_images_from_a_call_only_with_images_runs_once_per_request():
+    # sglang's `general_mm_embed_routine` calls `embed_mm_inputs` only for a batch with images, which calls
+    # `get_embedding_and_mask` only after its early return without them: the second is per request too.
+    source = """\
+import torch
+
+def general_mm_embed_routine(input_ids, mm_inputs, dev):
+    if mm_inputs is not None:
+        return embed_mm_inputs(mm_inputs, input_ids, dev)
+    return input_ids
+
+def embed_mm_inputs(mm_inputs, input_ids, dev):
+    if mm_inputs is None:
+        return None
+    return get_embedding_and_mask(mm_inputs, dev)
+
+def get_embedding_and_mask(mm_inputs, dev):
+    return torch.tensor(mm_inputs.sizes, device=dev)
+
+class Model:
+    def forward(self, input_ids, forward_batch, dev):
+        return general_mm_embed_routine(input_ids, forward_batch.mm_inputs, dev)
+"""
+    (found,) = check_source(source, Settings())
+    assert (found.span.row, found.level) == (14, "per-request")
+    assert "called only with images, audio or video in `embed_mm_inputs`" in found.message
+
+
 @pytest.mark.parametrize("entry_point", ["embed_multimodal", "get_multimodal_embeddings"])
 def test_a_per_request_entry_point_a_step_calls_stays_per_request(entry_point):
     source = """\

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
-from typing import AbstractSet, Callable, Deque, Dict, List, Optional, Tuple
+from typing import AbstractSet, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from h2dlint.checker.call_graph import CallGraph, ModuleGraph
 from h2dlint.facts.heat import HERE, PER_REQUEST, PER_STEP, Heat, Key, module_prefix
@@ -73,14 +73,29 @@ def _spread_roots(graph: CallGraph, heat: Dict[Key, Heat], named: _Roots, roots:
     entry_points = {key for key, root in named if root.level == PER_REQUEST}
     for level in (PER_STEP, PER_REQUEST):
         _spread_hot(graph, heat, [(key, root) for key, root in roots if root.level == level], entry_points)
-    _spread_hot(graph, heat, _per_request_call_roots(graph, heat))
+    _spread_per_request_calls(graph, heat)
 
 
-def _per_request_call_roots(graph: CallGraph, heat: Dict[Key, Heat]) -> List[Tuple[Key, Heat]]:
-    """What hot code calls on the miss of a memo keyed on a runtime value (once per new key), or only with
-    images, audio or video (in the prefill of the requests that bring them): per request."""
+def _spread_per_request_calls(graph: CallGraph, heat: Dict[Key, Heat]) -> None:
+    """Give out the heat of what hot code calls once per request (`_per_request_call_roots`), again for the
+    functions that this reaches, which may make such calls of their own (sglang's `general_mm_embed_routine` calls
+    `embed_mm_inputs` only for a batch with images, and that calls `get_embedding_and_mask` only after its early
+    return without them), until it reaches none."""
+    asked: Set[Key] = set()
+    while True:
+        callers = [key for key in heat if key not in asked]
+        if not callers:
+            return
+        asked.update(callers)
+        _spread_hot(graph, heat, _per_request_call_roots(graph, heat, callers))
+
+
+def _per_request_call_roots(graph: CallGraph, heat: Dict[Key, Heat], callers: List[Key]) -> List[Tuple[Key, Heat]]:
+    """What the hot ones of `callers` call on the miss of a memo keyed on a runtime value (once per new key), or
+    only with images, audio or video (in the prefill of the requests that bring them): per request."""
     roots = []
-    for caller, found in list(heat.items()):
+    for caller in callers:
+        found = heat[caller]
         if not found.hot:
             continue
         misses, branches = graph.miss_callees(caller), graph.branch_callees(caller)
