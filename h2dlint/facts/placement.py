@@ -262,12 +262,15 @@ def arithmetic(
     - for a `broadcasting` operation (operators, `tensor_ops.BROADCASTING`), a host operand with a dimension
       (`tensor_dims`) keeps it on the host: a device operand would raise;
     - a host operand that may have none gives unknown (a 0-dim host tensor mixes with a device tensor).
+    With none known and a NumPy array among them, NumPy computes the result: a NumPy array.
     With none known, the result waits on the first operand that waits on another file (`pending`): where that
     answer is the device, so is the result, whatever the others' questions would answer
     (`tokens == placeholder_id`, both parameters that the project places)."""
     tensors = [o for o in operands if not _is_number(o)]
     found = [placement_of(o, scope, depth + 1) for o in tensors]
     known = [p for p in found if p.place is not Place.UNKNOWN]
+    if not known and any(p is NUMPY for p in found):
+        return NUMPY  # `ids_np != pad`, `(a_np > 0) & mask_np`: NumPy computes it, on the host
     waiting = [p for p in found if p.pending is not None]
     if not known and waiting and not any(p is DISPUTED for p in found):
         return waiting[0]

@@ -227,7 +227,7 @@ def _method(call: ast.Call, method: str, scope: PlacementScope, depth: int) -> O
     if method == "pin_memory":
         return Placement(Place.PINNED, f"is pinned by `.pin_memory()` at line {line}")
     if method == "numpy":
-        return Placement(Place.PAGEABLE, f"is a NumPy array (`.numpy()` at line {line})")
+        return NUMPY
     if method in ("cuda", "to"):
         return _move(call, method, receiver, scope, depth)
     if method in _NEW_METHODS:
