@@ -244,3 +244,23 @@ def test_model_inputs_are_on_the_device_in_a_model_unless_numpy_or_torch_builds_
                 return input_ids.tolist()
     """
     assert codes(source) == [("HTD201", 7), ("HTD201", 8)]
+
+
+def test_a_models_masks_are_on_the_device_unless_numpy_computes_them():
+    # `placement-name-model-mask`: a model computes its masks from its inputs on the device (ernie45's
+    # `visual_token_mask`); what NumPy computes from a `.numpy()` copy (vLLM's rejection sampler) is no tensor.
+    source = """
+        import torch
+
+        class MoELayer:
+            def forward(self, hidden, visual_token_mask):
+                if visual_token_mask.all():
+                    return hidden
+
+        class Sampler:
+            def forward(self, ids, pad):
+                ids_np = ids.cpu().numpy()
+                valid_mask = (ids_np != pad) & (ids_np < 10)
+                return valid_mask.sum(axis=1).tolist()
+    """
+    assert codes(source) == [("HTD204", 6)]

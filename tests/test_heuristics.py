@@ -81,8 +81,8 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         import torch
 
         class DecoderLayer:
-            def forward(self, hidden_states, visual_token_mask):
-                return hidden_states[visual_token_mask]
+            def forward(self, hidden_states, mask):
+                return hidden_states[mask]
         """,
         True,
     ),
@@ -94,6 +94,18 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         class Model:
             def forward(self, input_ids, positions):
                 return int(positions.max())
+        """,
+        True,
+    ),
+    (
+        "placement-name-model-mask",
+        """
+        import torch
+
+        class DecoderLayer:
+            def forward(self, hidden, visual_token_mask):
+                if visual_token_mask.any():
+                    return hidden
         """,
         True,
     ),

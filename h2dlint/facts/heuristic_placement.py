@@ -57,6 +57,14 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ("input_ids", "positions"),
     ),
     Heuristic(
+        "placement-name-model-mask", Effect.PLACEMENT, Group.CONVENTION,
+        "in a model (a class that defines `forward`), a local or parameter named `*_mask` holds a mask that the "
+        "model computes from its inputs or activations on the accelerator (`visual_token_mask`, a vision tower's "
+        "`patch_attention_mask`); a host name contradicts it (unknown) and a provenance overrules it; not "
+        "outside a model, nor for an object's field",
+        ("*_mask",),
+    ),
+    Heuristic(
         "placement-name-routing", Effect.PLACEMENT, Group.CONVENTION,
         "a mixture-of-experts router picks each token's experts on the accelerator, from the router logits of "
         "the layer it runs in: `topk_ids`, `topk_idx`, `topk_weights` come out of its top-k there; a host name "

@@ -152,8 +152,8 @@ class MaskIndexing(DeviceToHostRule):
             import torch
 
             class DecoderLayer:
-                def forward(self, hidden_states, visual_token_mask):
-                    return hidden_states[visual_token_mask]  # HTD202
+                def forward(self, hidden_states, mask):
+                    return hidden_states[mask]  # HTD202
             """,
             column=16,
             reason="is named like a device tensor (`hidden_states`)",
