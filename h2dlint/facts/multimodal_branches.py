@@ -6,10 +6,10 @@ A serving engine's language model takes its multimodal inputs in the prefill of 
 A test is such a presence test when it, or one of the operands of an `and`, asks whether a local named like
 multimodal input (`MULTIMODAL_INPUTS`) is there: `x is not None`, `x` alone, `len(x) > 0` (or `!= 0`, `>= 1`),
 `len(x)`, `x.any()`; or whether a batch carries it (`forward_batch.contains_mm_inputs()`). `is None`, `not x`
-and `or` say the opposite or nothing: the branch they guard is not taken to be per request. But an early return on their absence (`if pixel_values is None and image_embeds is None: return
-None`, vLLM's `_parse_and_validate_image_input`) makes the rest of the function such a branch
-(`returns_unless_multimodal`). Serving defaults only (`Settings.multimodal_branches_per_request`): a trainer takes its
-images every step.
+and `or` say the opposite or nothing: the branch they guard is not taken to be per request. But an early return
+on their absence (`if pixel_values is None and image_embeds is None: return None`, vLLM's
+`_parse_and_validate_image_input`) makes the rest of the function such a branch (`returns_unless_multimodal`).
+Serving defaults only (`Settings.multimodal_branches_per_request`): a trainer takes its images every step.
 """
 
 from __future__ import annotations
