@@ -229,7 +229,7 @@ class ModulePlacements(
 
     def _is_model(self, class_name: Optional[str]) -> bool:
         """Whether `class_name` is a model: a class of this file that defines `forward` or inherits it from one
-        here, as an `nn.Module` does (`placement-name-activation`)."""
+        here, as an `nn.Module` does (`placement-name-activation`, `-model-input` and `-model-mask`)."""
         if class_name is None or class_name not in self._classes:
             return False
         found = self._models.get(class_name)
