@@ -23,6 +23,7 @@ from h2dlint.facts.guards import (
 from h2dlint.facts.iteration import is_fixed_iteration, iterates_requests, iterates_timesteps, runs_until_stopped
 from h2dlint.facts.memo import runtime_memo_key
 from h2dlint.facts.multimodal_branches import tests_multimodal_presence
+from h2dlint.facts.placement_exports import statements_within
 from h2dlint.facts.placement_regions import device_context
 from h2dlint.facts.registrations import is_graph_capture
 from h2dlint.facts.scopes import NameResolver
@@ -126,7 +127,8 @@ class FlowWalk:
         if frame.has_denoising_loop is None:
             class_name = frame.method_of.rsplit(".", 1)[-1] if frame.method_of else None
             frame.has_denoising_loop = self._settings.loops_taken_for_steps(frame.node.name, class_name) and any(
-                iterates_timesteps(_repeated(loop), self._denoising_loop_names) for loop in _loops_in(frame.node.body)
+                isinstance(statement, _LOOPS) and iterates_timesteps(_repeated(statement), self._denoising_loop_names)
+                for statement in statements_within(frame.node.body)  # not the loops of functions it defines
             )
         return frame.has_denoising_loop
 
@@ -250,20 +252,10 @@ def _typed_as(types: Dict[str, str], name: str, written: str) -> Iterator[None]:
 
 
 _DENOISING = (LoopKind.STEPS, LoopKind.PER_REQUEST)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 def _repeated(loop: Union[ast.For, ast.AsyncFor, ast.While]) -> ast.expr:
     """What decides how often `loop` repeats: what a `for` iterates, the test of a `while`."""
     return loop.test if isinstance(loop, ast.While) else loop.iter
 
-
-def _loops_in(body: Sequence[ast.stmt]) -> Iterator[Union[ast.For, ast.AsyncFor, ast.While]]:
-    """The loops in `body`, nested ones too, but not those of the functions and classes it defines."""
-    pending: List[ast.AST] = list(body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            yield node
-        pending.extend(ast.iter_child_nodes(node))
