@@ -37,19 +37,21 @@ class NameResolver:
         self._scopes.pop()
 
     def resolve_name(self, name: str) -> Optional[str]:
-        scope = self._binding_scope(name)
-        return (scope.lookup(name) or None) if scope is not None else None
+        found = self._binding(name)
+        return (found[1] or None) if found is not None else None
 
-    def _binding_scope(self, name: str) -> Optional[Bindings]:
-        """The innermost scope that binds `name`, as Python looks it up from the current one; None if none does."""
+    def _binding(self, name: str) -> Optional[Tuple[Bindings, str]]:
+        """The innermost scope that binds `name`, as Python looks it up from the current one, and the torch name it
+        binds there ("" for anything else); None if no scope does."""
         innermost = len(self._scopes) - 1
         for depth in range(innermost, -1, -1):
             scope = self._scopes[depth]
             # Python does not look up names in an enclosing class body from a nested function.
             if scope.is_class and depth != innermost:
                 continue
-            if scope.lookup(name) is not None:
-                return scope
+            found = scope.lookup(name)
+            if found is not None:
+                return scope, found
         return None
 
     def is_numpy(self, expr: ast.expr) -> bool:
@@ -58,8 +60,8 @@ class NameResolver:
             expr = expr.value
         if not isinstance(expr, ast.Name):
             return False
-        scope = self._binding_scope(expr.id)
-        return scope is not None and expr.id in scope.numpy_aliases
+        found = self._binding(expr.id)
+        return found is not None and expr.id in found[0].numpy_aliases
 
     def binds_locally(self, name: str) -> bool:
         """Whether the innermost function scope binds `name` itself (a parameter, a local, a local import)."""
