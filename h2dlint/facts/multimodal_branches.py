@@ -73,11 +73,12 @@ def _present(test: ast.expr) -> Optional[ast.expr]:
             return _multimodal(_len_argument(test.left))
         return None
     if isinstance(test, ast.Call):
-        asks = isinstance(test.func, ast.Attribute) and not (test.args or test.keywords)
-        if asks and test.func.attr == "any":  # type: ignore[union-attr]
-            return _multimodal(test.func.value)  # type: ignore[union-attr]
-        if asks and test.func.attr in PRESENCE_METHODS:  # type: ignore[union-attr]
-            return test
+        method = test.func
+        if isinstance(method, ast.Attribute) and not (test.args or test.keywords):
+            if method.attr == "any":
+                return _multimodal(method.value)
+            if method.attr in PRESENCE_METHODS:
+                return test
         return _multimodal(_len_argument(test))
     return _multimodal(test)
 
