@@ -56,6 +56,7 @@ from h2dlint.facts.tensor_dims import has_dims
 _RESULT_FIELDS = frozenset({"values", "indices", "T", "mT", "data"})
 # conventions a plain provenance overrules
 _GUESSES = frozenset({SIBLING, ACTIVATIONS, MODEL_INPUTS, MODEL_MASKS, MODEL_SEQLENS})
+_RETURN_QUESTIONS = frozenset({"call", "method", "typed-method"})  # what a function of another file returns
 MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
 _MAX_CHOICES = 4  # bindings of a name in branches, all of which may reach a use, that are followed
 _CHOICE_DEPTH = 8  # the steps one such choice costs
@@ -113,8 +114,15 @@ def placement_of(expr: ast.expr, scope: PlacementScope, depth: int = 0) -> Place
 def _shown_otherwise(found: Placement, named: Placement) -> bool:
     """The sibling convention (`lens` beside `lens_cpu` is the device copy) and a model's names for its
     activations and inputs (`hidden_states`, `positions`) guess where a tensor of unknown provenance lives; a
-    provenance that no convention decided (`lens = torch.full(...)`) shows where it is."""
-    return named.heuristic in _GUESSES and found.place is not Place.UNKNOWN and found.heuristic is None
+    provenance that no convention decided (`lens = torch.full(...)`) shows where it is, and so does what a
+    function of another file returns (`lens = helper(grid)`), which the project is asked first: the guess
+    stands only where it answers nothing. What the callers pass for a parameter is no such provenance: it is
+    what the guess stands in for."""
+    if named.heuristic not in _GUESSES:
+        return False
+    if found.pending is not None:
+        return found.pending.kind in _RETURN_QUESTIONS
+    return found.place is not Place.UNKNOWN and found.heuristic is None
 
 
 def _provenance(expr: ast.expr, scope: PlacementScope, depth: int) -> Placement:

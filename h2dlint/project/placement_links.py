@@ -108,7 +108,9 @@ class PlacementLinks:
         if answer is None:
             return site
         decided = site.decided(answer.place, answer.evidence, tuple(f"  from {step}" for step in answer.chain))
-        if decided.query is None and answer.mirror and site.code.startswith(SYNC_RULES) and site.query.written:
+        if decided.query is not None:  # a placement the rule does not report (a host tensor for a D2H read): no
+            return replace(site, variants=())  # finding, not the verdict for an unknown one (a name's guess)
+        if answer.mirror and site.code.startswith(SYNC_RULES) and site.query.written:
             mirror = f"{site.query.written.rpartition('.')[0]}.{answer.mirror}"
             return replace(decided, remedy=mirror_remedy(mirror, decided.remedy))
         return decided
