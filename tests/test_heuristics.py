@@ -110,17 +110,6 @@ CASES: Tuple[Tuple[str, str, bool], ...] = (
         True,
     ),
     (
-        "placement-name-model-seqlens",
-        """
-        import torch
-
-        class VisionAttention:
-            def forward(self, q, cu_seqlens):
-                return (cu_seqlens[1:] - cu_seqlens[:-1]).max().item()
-        """,
-        True,
-    ),
-    (
         "placement-name-routing",
         """
         import torch

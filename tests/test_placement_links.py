@@ -194,38 +194,39 @@ def test_a_question_no_file_answers_leaves_the_verdict_of_the_other_evidence(tmp
 
 
 
-ENCODER = """\
+
+MROPE_MODEL = """\
     import torch
-    from pkg.lens import lens_from_grid
+    from pkg.rope import mrope_positions
 
 
-    class VisionEncoder:
-        def forward(self, x, grid, prefix_cu_seqlens):
-            cu_seqlens = lens_from_grid(grid)
+    class Model:
+        def forward(self, x, grid, input_ids):
+            positions = mrope_positions(grid)
             if x.is_cuda:
-                cu_seqlens = cu_seqlens.to(x.device, non_blocking=True)
+                positions = positions.to(x.device, non_blocking=True)
             else:
-                cu_seqlens = cu_seqlens.to("cpu")
-            cu_seqlens_k = lens_from_grid(grid)
-            return cu_seqlens, cu_seqlens_k.tolist(), prefix_cu_seqlens.tolist()
+                positions = positions.to("cpu")
+            text_positions = mrope_positions(grid)
+            return positions, text_positions.tolist(), input_ids.tolist()
     """
-LENS = """\
+ROPE = """\
     import numpy as np
     import torch
 
 
-    def lens_from_grid(grid):
+    def mrope_positions(grid):
         return torch.from_numpy(np.cumsum(grid))
     """
 
 
 def test_a_name_guesses_only_where_another_files_return_says_nothing(tmp_path, run_cli):
-    # `placement-name-model-seqlens` guesses that a model's `cu_seqlens` is on the device. What a function of
-    # another file returns is a provenance, asked first: its host tensor is copied with a pageable non-blocking
-    # copy (row 9), and `.to("cpu")` (row 11) and `.tolist()` of it wait for nothing. No file places the
-    # parameter `prefix_cu_seqlens`: the guess stands (row 13).
-    project = demo_package(tmp_path, {"encoder": ENCODER, "lens": LENS}, "select = ['HTD1', 'HTD2']\n")
+    # `placement-name-model-input` guesses that a model's `positions` and `input_ids` are on the device. What a
+    # function of another file returns is a provenance, asked first: its host tensor is copied with a pageable
+    # non-blocking copy (row 9), and `.to("cpu")` (row 11) and `.tolist()` (row 13) of it wait for nothing. No
+    # file places the parameter `input_ids`: the guess stands (row 13).
+    project = demo_package(tmp_path, {"model": MROPE_MODEL, "rope": ROPE}, "select = ['HTD1', 'HTD2']\n")
     found = findings(run_cli, "--no-cache", ".", cwd=project)
     assert [(row, code) for row, code, _ in found] == [(9, "HTD104"), (13, "HTD201")]
-    assert "`prefix_cu_seqlens` is named like a device tensor" in found[1][2]
-    assert "returned by `lens_from_grid()` (lens.py)" in found[0][2]
+    assert "returned by `mrope_positions()` (rope.py)" in found[0][2]
+    assert "`input_ids` is named like a device tensor" in found[1][2]

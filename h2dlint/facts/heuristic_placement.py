@@ -65,14 +65,6 @@ PLACEMENT_CONVENTIONS: Tuple[Heuristic, ...] = (
         ("*_mask",),
     ),
     Heuristic(
-        "placement-name-model-seqlens", Effect.PLACEMENT, Group.CONVENTION,
-        "in a model (a class that defines `forward`), a local or parameter named `cu_seqlens` (or `cu_seqlens_q`, "
-        "`*_cu_seqlens`) holds the cumulative sequence lengths that a varlen attention kernel reads on the "
-        "accelerator; a host name contradicts it (unknown) and a provenance (a NumPy array, a host tensor moved "
-        "later) overrules it; not outside a model, nor for an object's field",
-        ("cu_seqlens", "cu_seqlens_*", "*_cu_seqlens", "cu_seq_lens", "cu_seq_lens_*"),
-    ),
-    Heuristic(
         "placement-name-routing", Effect.PLACEMENT, Group.CONVENTION,
         "a mixture-of-experts router picks each token's experts on the accelerator, from the router logits of "
         "the layer it runs in: `topk_ids`, `topk_idx`, `topk_weights` come out of its top-k there; a host name "

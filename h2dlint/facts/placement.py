@@ -40,9 +40,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
-from h2dlint.facts.placement_conventions import (
-    ACTIVATIONS, MODEL_INPUTS, MODEL_MASKS, MODEL_SEQLENS, SIBLING, SUBMODULE,
-)
+from h2dlint.facts.placement_conventions import ACTIVATIONS, MODEL_INPUTS, MODEL_MASKS, SIBLING, SUBMODULE
 from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import (
     DISPUTED, EITHER, NO_TENSOR, NUMPY, UNKNOWN, Place, Placement, agree, agree_all, short,
@@ -54,8 +52,7 @@ from h2dlint.facts.tensor_dims import has_dims
 # Fields of what a tensor operation returns that are tensors where it is: `x.max(-1).values`, `x.sort().indices`,
 # `x.float().T`, `x.detach().data`.
 _RESULT_FIELDS = frozenset({"values", "indices", "T", "mT", "data"})
-# conventions a plain provenance overrules
-_GUESSES = frozenset({SIBLING, ACTIVATIONS, MODEL_INPUTS, MODEL_MASKS, MODEL_SEQLENS})
+_GUESSES = frozenset({SIBLING, ACTIVATIONS, MODEL_INPUTS, MODEL_MASKS})  # conventions a plain provenance overrules
 _RETURN_QUESTIONS = frozenset({"call", "method", "typed-method"})  # what a function of another file returns
 MAX_DEPTH = 32  # steps followed back from the use (names, methods, attributes, returns): a bound on cost
 _MAX_CHOICES = 4  # bindings of a name in branches, all of which may reach a use, that are followed

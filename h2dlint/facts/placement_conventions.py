@@ -28,7 +28,6 @@ MODEL_OUTPUTS = "placement-name-model-output"
 ACTIVATIONS = "placement-name-activation"
 MODEL_INPUTS = "placement-name-model-input"
 MODEL_MASKS = "placement-name-model-mask"
-MODEL_SEQLENS = "placement-name-model-seqlens"
 ROUTING = "placement-name-routing"
 TRAINING_SCALARS = "placement-name-training-scalar"
 TRAINING_FORWARD = "placement-parameter-training-forward"
@@ -59,7 +58,6 @@ class Conventions:
     activations: Tuple[str, ...] = ()  # `placement-name-activation`: so are these, in a model's methods only
     model_inputs: Tuple[str, ...] = ()  # `placement-name-model-input`: and these
     model_masks: Tuple[str, ...] = ()  # `placement-name-model-mask`: and these
-    model_seqlens: Tuple[str, ...] = ()  # `placement-name-model-seqlens`: and these
     routing: Tuple[str, ...] = ()  # `placement-name-routing`: so are these
     training_scalars: Tuple[str, ...] = ()  # `placement-name-training-scalar`: and these
     training_forward: bool = False  # `placement-parameter-training-forward` (`facts.placement_callers`)
@@ -100,7 +98,6 @@ class Conventions:
             (((), HOST_NAMES), (self.activations if in_model else (), ACTIVATIONS)),
             (((), HOST_NAMES), (self.model_inputs if in_model else (), MODEL_INPUTS)),
             (((), HOST_NAMES), (self.model_masks if in_model else (), MODEL_MASKS)),
-            (((), HOST_NAMES), (self.model_seqlens if in_model else (), MODEL_SEQLENS)),
             (((), HOST_NAMES), (self.routing, ROUTING)),
             (((), HOST_NAMES), (self.training_scalars, TRAINING_SCALARS)),
         )
@@ -219,7 +216,6 @@ def conventions_from(settings: Settings) -> Conventions:
         activations=patterns(ACTIVATIONS),
         model_inputs=patterns(MODEL_INPUTS),
         model_masks=patterns(MODEL_MASKS),
-        model_seqlens=patterns(MODEL_SEQLENS),
         routing=patterns(ROUTING),
         training_scalars=BY_ID[TRAINING_SCALARS].patterns if settings.training_convention(TRAINING_SCALARS) else (),
         training_forward=settings.training_convention(TRAINING_FORWARD),

@@ -158,17 +158,6 @@ class DeviceToHostCopy(DeviceToHostRule):
                 host = torch.tensor([1, 2])
                 return lens.to("cpu", non_blocking=True), ids.cpu(), host.cpu(), lens.to(torch.int32)
             """),
-        # A model's `cu_seqlens` that it builds on the host is where its provenance says, whatever its name.
-        Valid("""
-            import numpy as np
-            import torch
-            from torch import nn
-
-            class VisionEncoder(nn.Module):
-                def forward(self, x, grid):
-                    cu_seqlens = torch.from_numpy(np.cumsum(grid))
-                    return x, cu_seqlens.to("cpu")
-            """),
         # An attribute updated from itself and once moved to the host: its assignments disagree, so unknown; and
         # a method returning it, asked while the attribute was being worked out, is asked again afterwards.
         Valid("""
@@ -339,21 +328,6 @@ class DeviceToHostCopy(DeviceToHostRule):
                     self.ids_host.copy_(self.ids)  # HTD205
             """,
             reason="a blocking `.copy_(...)` of a device tensor into a host tensor",
-        ),
-        # A vision encoder's `cu_seqlens` feeds a varlen attention kernel on the device
-        # (`placement-name-model-seqlens`): vLLM 0.9's Qwen2.5-VL read its lengths back once per image batch.
-        Invalid(
-            """
-            import torch
-            from torch import nn
-
-            class VisionAttention(nn.Module):
-                def forward(self, q, cu_seqlens):
-                    seqlens = (cu_seqlens[1:] - cu_seqlens[:-1]).cpu()  # HTD205
-                    return q, seqlens
-            """,
-            column=19,
-            reason="`cu_seqlens[1:] - cu_seqlens[:-1]` is named like a device tensor (`cu_seqlens`)",
         ),
     )
 
