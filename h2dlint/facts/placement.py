@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from h2dlint.facts.placement_conventions import ACTIVATIONS, MODEL_INPUTS, MODEL_MASKS, SIBLING, SUBMODULE
 from h2dlint.facts.placement_exports import is_unfilled_list
@@ -250,15 +250,19 @@ def _stored(read: ast.Attribute, value: ast.expr) -> Callable[[], str]:
 
 
 def _one_of_bindings(use: ast.Name, scope: PlacementScope, depth: int) -> Placement:
-    """`if c: x = a` / `else: x = b` / use: where every binding that may reach the use agrees. Each such
-    choice costs `_CHOICE_DEPTH` steps, which bounds the alternatives followed to a few levels of them."""
+    """`if c: x = a` / `else: x = b` / use: where every binding that may reach the use agrees."""
+    choices = binding_choices(use, scope, depth)
+    return agree_all(choices) if choices is not None else UNKNOWN
+
+
+def binding_choices(use: ast.Name, scope: PlacementScope, depth: int) -> Optional[List[Placement]]:
+    """Where each binding of `use` that may reach it puts it (`if c: x = a` / `else: x = b`); None where no
+    such choice is known, or there are more than `_MAX_CHOICES`. Each choice costs `_CHOICE_DEPTH` steps,
+    which bounds the alternatives followed to a few levels of them."""
     values = scope.names.reaching_values(use)
     if not values or len(values) > _MAX_CHOICES:
-        return UNKNOWN
-    return agree_all(
-        placement_of(value, scope, depth + _CHOICE_DEPTH).via(_bound(use, value))
-        for value in values
-    )
+        return None
+    return [placement_of(value, scope, depth + _CHOICE_DEPTH).via(_bound(use, value)) for value in values]
 
 
 def arithmetic(

@@ -15,7 +15,8 @@ from h2dlint.facts.arguments import (
     has_star_args, is_empty_factory, is_false_literal, keyword_value, moved_to, positional_args, tensor_device,
 )
 from h2dlint.facts.constructs import device_copy, is_host_device, is_pinned, looks_like_dtype, may_be_host_device
-from h2dlint.facts.placement import MAX_DEPTH, PlacementScope, arithmetic, placement_of
+from h2dlint.facts.placement import MAX_DEPTH, PlacementScope, arithmetic, binding_choices, placement_of
+from h2dlint.facts.placement_exports import is_unfilled_list
 from h2dlint.facts.placement_values import (
     CYCLE, DISPUTED, EITHER, EMPTY, NUMPY, UNKNOWN, Place, Placement, agree_all, short,
 )
@@ -145,8 +146,19 @@ def _named_items(name: ast.Name, scope: PlacementScope, depth: int) -> Iterator[
     written_out = isinstance(value, (ast.List, ast.Tuple)) and bool(value.elts)
     if written_out or (value is not None and (_is_list_sum(value) or _picks_per_item(value))):
         yield from _joined_items(value, scope, depth + 1)  # `parts = [head, *rest]`: read together
+    elif value is not None and is_unfilled_list(value):  # `rows = []` filled by `.append`, or `[None] * n`
+        for item in scope.appended(name.id):
+            yield from _item_choices(item, scope, depth + 1)
     else:
-        yield placement_of(name, scope, depth + 1)  # `rows = []` filled by `.append`: every item agrees, or unknown
+        yield placement_of(name, scope, depth + 1)
+
+
+def _item_choices(item: ast.expr, scope: PlacementScope, depth: int) -> Iterator[Placement]:
+    """Where an item put in a list to be joined may live: each value that may reach it, where it is a name bound
+    in branches (`if text_only: pos = torch.arange(n)` / `else: pos = mm.positions`). A list filled item by item
+    takes one branch for one item and another for the next, and a join rejects a mix: a known branch tells."""
+    choices = binding_choices(item, scope, depth) if isinstance(item, ast.Name) else None
+    yield from choices if choices is not None else (placement_of(item, scope, depth),)
 
 
 def _picks_per_item(expr: ast.expr) -> bool:
