@@ -264,3 +264,24 @@ def test_a_models_masks_are_on_the_device_unless_numpy_computes_them():
                 return valid_mask.sum(axis=1).tolist()
     """
     assert codes(source) == [("HTD204", 6)]
+
+
+def test_a_total_updated_in_a_loop_stays_where_it_was_built():
+    # torchtitan's `train_step` counts the step's valid tokens into a host tensor, then moves the total to the
+    # device once per step: `x += y` keeps `x` where its first binding put it, in the loop and after it.
+    source = """
+        import torch
+
+        def train_step(batches, device):
+            tokens = torch.tensor(0, dtype=torch.int64)
+            for labels in batches:
+                tokens += (labels != -100).sum()
+            return tokens.to(device)
+
+        def forward(n, dev):
+            total = torch.zeros(1, device=dev)
+            for _ in range(n):
+                total += 1
+            return total.item()
+    """
+    assert codes(source, select=("HTD1", "HTD2")) == [("HTD103", 8), ("HTD201", 14)]

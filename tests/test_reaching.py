@@ -74,6 +74,18 @@ def reaching(source: str):
             """,
             None,
         ),
+        (  # an update in place keeps the value where the bindings before it put it: they reach through it
+            """
+            def f(items, c):
+                x = a()
+                for item in items:
+                    x += item
+                if c:
+                    x = b()
+                return x
+            """,
+            ["a()", "b()"],
+        ),
     ],
 )
 def test_reaching_values(source, expected):

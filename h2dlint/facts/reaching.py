@@ -12,7 +12,7 @@ ran. Loops are not looked into: a binding later in a loop body that holds the us
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Iterable, List, Optional, Sequence, Tuple
 
 Position = Tuple[int, int]  # (line, column) as `ast` gives them
 Span = Tuple[Position, Position]
@@ -52,14 +52,19 @@ def certain_binding(timeline: Sequence[Binding], here: Position) -> Optional[Bin
 
 
 def reaching_values(
-    timeline: Sequence[Binding], here: Position, branches: Sequence[Tuple[Span, Span]] = ()
+    timeline: Sequence[Binding],
+    here: Position,
+    branches: Sequence[Tuple[Span, Span]] = (),
+    updates: AbstractSet[Position] = frozenset(),
 ) -> Optional[Tuple[ast.expr, ...]]:
     """The value of each binding that may be the last to run before `here`, in source order; None when one
     of them is not a plain `name = value` (a parameter, a loop target, an unpacking) or none is earlier.
-    `branches` are the statement lists of each `if` with an `else`: (body, orelse)."""
+    `branches` are the statement lists of each `if` with an `else`: (body, orelse). `updates` are where the
+    name is updated in place (`x += y`): such a binding keeps the value where the bindings before it put it,
+    so the values of those reach through it."""
     values: List[ast.expr] = []
     for binding in reversed([binding for binding in timeline if binding[0] <= here]):
-        if _in_other_branch(binding[0], here, branches):
+        if _in_other_branch(binding[0], here, branches) or binding[0] in updates:
             continue
         if binding[1] is None:
             return None

@@ -169,11 +169,13 @@ class NameResolver:
 
     def reaching_values(self, use: ast.Name) -> Optional[Tuple[ast.expr, ...]]:
         """For a name bound several times, the value of each plain binding that may reach `use` (`if c: x = a`
-        / `else: x = b`), as `facts.reaching` finds them; None when another kind of binding may."""
+        / `else: x = b`), through any update in place (`x += y`), as `facts.reaching` finds them; None when
+        another kind of binding may."""
         timeline = self._scopes[-1].rebound.get(use.id) if self._scopes else None
         if not timeline:
             return None
-        return reaching_values(timeline, (use.lineno, use.col_offset), self._scopes[-1].branches)
+        scope = self._scopes[-1]
+        return reaching_values(timeline, (use.lineno, use.col_offset), scope.branches, scope.augmented.keys())
 
     def attribute_value_at(self, read: ast.Attribute) -> Optional[ast.expr]:
         """The value that `name.attr = value` earlier in the current function stored, when that assignment
